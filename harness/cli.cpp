@@ -1,0 +1,300 @@
+#include "harness/cli.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+namespace po = boost::program_options;
+
+namespace {
+
+po::options_description option_description() {
+  po::options_description d("Options (lists are comma-separated; every list is an axis)");
+  auto s = [](const char* def) { return po::value<std::string>()->default_value(def); };
+  d.add_options()
+      ("help,h", "print this help")
+      ("suite", po::value<std::string>(), "suite file, or a name in suites/ (default: default)")
+      ("grid", po::value<std::vector<std::string>>()->composing(),
+       "a further set of flags expanded as its own grid (usually in suite files)")
+      ("variants", s("auto"), "variant names, or auto: every variant this machine can run")
+      ("dtypes", s("fp32"), "fp32, bf16, fp16")
+      ("B", s("1"), "batch sizes")
+      ("T", s("256"), "sequence lengths")
+      ("H", s("2"), "q/k heads")
+      ("HV", s("same"), "value heads (multiples of H); same: HV = H")
+      ("K", s("64"), "key head dims")
+      ("V", s("64"), "value head dims")
+      ("chunk", s("64"), "chunk sizes (chunked variants only)")
+      ("gate", s("on"), "on, off (off: no g tensor, DeltaNet)")
+      ("delta", s("on"), "on, off (off: gated linear attention)")
+      ("h0", s("off"), "on, off (initial state)")
+      ("gate-dist", s("logsigmoid"), "logsigmoid, zero, strong")
+      ("beta-dist", s("sigmoid"), "sigmoid, zero, one")
+      ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
+      ("seed", s("random"), "input seed (random: drawn fresh and recorded in the CSV)")
+      ("out", s("reports/latest.csv"), "CSV output path")
+      ("threads", s("0"), "CPU backend threads; 0: all cores")
+      ("warmup", s("2"), "timing: warm-up runs")
+      ("min-samples", s("10"), "timing: minimum samples")
+      ("max-samples", s("200"), "timing: maximum samples")
+      ("max-seconds", s("2"), "timing: cap on sampling per case")
+      ("cv-target", s("0.02"), "timing: stop once the coefficient of variation is at or under this")
+      ("no-flush", "timing: do not flush L2 before each GPU sample")
+      ("graph", "timing: time replays of a CUDA graph of the launch")
+      ("no-progress", "do not print progress to stderr");
+  return d;
+}
+
+std::string opt(const po::variables_map& vm, const char* name) {
+  return vm[name].as<std::string>();
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--{}: '{}' is not an integer", flag, text));
+  }
+}
+
+double parse_double(const std::string& flag, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--{}: '{}' is not a number", flag, text));
+  }
+}
+
+std::vector<bool> parse_onoff_list(const std::string& flag, const std::string& value) {
+  std::vector<bool> out;
+  for (const std::string& x : split_list(value)) {
+    if (x == "on") out.push_back(true);
+    else if (x == "off") out.push_back(false);
+    else throw UsageError(fmt::format("--{}: '{}' is not on or off", flag, x));
+  }
+  return out;
+}
+
+template <typename T, typename Parse>
+std::vector<T> parse_named_list(const std::string& flag, const std::string& value, Parse parse,
+                                const char* allowed) {
+  std::vector<T> out;
+  for (const std::string& x : split_list(value)) {
+    const auto parsed = parse(x);
+    if (!parsed) throw UsageError(fmt::format("--{}: unknown value '{}' (use {})", flag, x, allowed));
+    out.push_back(*parsed);
+  }
+  return out;
+}
+
+po::parsed_options parse_tokens(const std::vector<std::string>& tokens,
+                                const po::options_description& desc, const char* where) {
+  try {
+    return po::command_line_parser(tokens).options(desc).run();
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+std::vector<std::string> split_whitespace(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string t; in >> t;) out.push_back(t);
+  return out;
+}
+
+// Expands one fully-merged option set into cases.
+void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed,
+                 std::vector<Case>& cases) {
+  const auto Bs = parse_positive_list("B", opt(vm, "B"));
+  const auto Ts = parse_positive_list("T", opt(vm, "T"));
+  const auto Hs = parse_positive_list("H", opt(vm, "H"));
+  const std::string hv_text = opt(vm, "HV");
+  const auto HVs = hv_text == "same" ? std::vector<int64_t>{0} : parse_positive_list("HV", hv_text);
+  const auto Ks = parse_positive_list("K", opt(vm, "K"));
+  const auto Vs = parse_positive_list("V", opt(vm, "V"));
+  const auto chunks = parse_positive_list("chunk", opt(vm, "chunk"));
+  const auto dtypes = parse_named_list<DType>("dtypes", opt(vm, "dtypes"), parse_dtype, "fp32, bf16, fp16");
+  const auto gates = parse_onoff_list("gate", opt(vm, "gate"));
+  const auto deltas = parse_onoff_list("delta", opt(vm, "delta"));
+  const auto h0s = parse_onoff_list("h0", opt(vm, "h0"));
+  const auto gate_dists = parse_named_list<GateDist>("gate-dist", opt(vm, "gate-dist"),
+                                                     parse_gate_dist, "logsigmoid, zero, strong");
+  const auto beta_dists = parse_named_list<BetaDist>("beta-dist", opt(vm, "beta-dist"),
+                                                     parse_beta_dist, "sigmoid, zero, one");
+  const double scale = parse_double("scale", opt(vm, "scale"));
+
+  std::vector<std::pair<const VariantInfo*, bool>> variants;
+  const std::string vtext = opt(vm, "variants");
+  if (vtext == "auto") {
+    for (const VariantInfo& v : variant_registry())
+      if (v.backend == Backend::cpu ? !cuda_available : cuda_available) variants.push_back({&v, false});
+  } else {
+    for (const std::string& name : split_list(vtext)) {
+      const VariantInfo* v = find_variant(name);
+      if (!v) throw UsageError(fmt::format("--variants: unknown variant '{}' (gdnbench list shows them)", name));
+      variants.push_back({v, true});
+    }
+  }
+
+  for (int64_t H : Hs)
+    for (int64_t HV0 : HVs) {
+      const int64_t HV = HV0 == 0 ? H : HV0;
+      if (HV % H != 0)
+        throw UsageError(fmt::format("--HV: {} is not a multiple of --H {}", HV, H));
+      for (int64_t B : Bs) for (int64_t T : Ts) for (int64_t K : Ks) for (int64_t V : Vs)
+      for (DType dt : dtypes) for (bool gate : gates) for (bool delta : deltas) for (bool h0 : h0s)
+      for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists)
+      for (auto [variant, is_explicit] : variants)
+      for (size_t ci = 0; ci < chunks.size(); ++ci) {
+        if (!variant->uses_chunk && ci > 0) break;  // the chunk axis only multiplies chunked variants
+        if (!gate && gd != gate_dists.front()) continue;  // no gate: the gate distribution is moot
+        Problem p;
+        p.shape = GdnShape{B, T, H, HV, K, V};
+        p.dtype = dt;
+        p.use_gate = gate;
+        p.use_delta = delta;
+        p.use_h0 = h0;
+        p.gate_dist = gd;
+        p.beta_dist = bd;
+        p.chunk = int(chunks[ci]);
+        p.scale = scale;
+        p.seed = seed;
+        cases.push_back({p, variant, is_explicit});
+      }
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s + ",") {
+    if (c == ',') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c != ' ' && c != '\t') {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_positive_list(const std::string& flag, const std::string& value) {
+  std::vector<int64_t> out;
+  for (const std::string& x : split_list(value)) {
+    const int64_t v = parse_int(flag, x);
+    if (v <= 0) throw UsageError(fmt::format("--{}: {} is not positive", flag, v));
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(fmt::format("--{}: empty list", flag));
+  return out;
+}
+
+std::string resolve_suite_path(const std::string& name) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> candidates = {name};
+  if (name.find('/') == std::string::npos) {
+    candidates.push_back("suites/" + name + ".ini");
+#ifdef GDNBENCH_SOURCE_DIR
+    candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/suites/" + name + ".ini");
+#endif
+  }
+  for (const std::string& c : candidates)
+    if (fs::is_regular_file(c)) return c;
+  throw UsageError(fmt::format("--suite: no suite file '{}' (see suites/ for the suites)", name));
+}
+
+std::string usage_text() {
+  std::ostringstream out;
+  out << "usage: gdnbench <command> [options]\n\n"
+         "commands:\n"
+         "  list      print the variant registry\n"
+         "  run       verify every case, then time the ones that pass; write the CSV\n"
+         "  verify    verify only (no timing); exit 1 if any case fails\n\n"
+         "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error\n\n"
+      << option_description();
+  return out.str();
+}
+
+Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_available) {
+  Invocation inv;
+  if (args.empty()) throw UsageError("no command given (use list, run or verify; --help for more)");
+  inv.command = args[0];
+  if (inv.command == "--help" || inv.command == "-h" || inv.command == "help") {
+    inv.command = "help";
+    return inv;
+  }
+  if (inv.command != "list" && inv.command != "run" && inv.command != "verify")
+    throw UsageError(fmt::format("unknown command '{}' (use list, run or verify)", inv.command));
+
+  const po::options_description desc = option_description();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  const po::parsed_options cli = parse_tokens(rest, desc, "command line");
+  po::variables_map cli_vm;
+  po::store(cli, cli_vm);
+  if (cli_vm.count("help")) {
+    inv.command = "help";
+    return inv;
+  }
+  if (inv.command == "list") return inv;
+
+  inv.suite_path = resolve_suite_path(cli_vm.count("suite") ? cli_vm["suite"].as<std::string>() : "default");
+  std::ifstream suite_file(inv.suite_path);
+  if (!suite_file) throw UsageError(fmt::format("--suite: cannot read '{}'", inv.suite_path));
+  po::parsed_options suite = [&] {
+    try {
+      return po::parse_config_file(suite_file, desc);
+    } catch (const po::error& e) {
+      throw UsageError(fmt::format("{}: {}", inv.suite_path, e.what()));
+    }
+  }();
+
+  // Settings that are not axes come from command line > suite > default.
+  po::variables_map base;
+  po::store(cli, base);
+  po::store(suite, base);
+  const std::string seed_text = opt(base, "seed");
+  inv.seed = seed_text == "random" ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
+                                   : uint64_t(parse_int("seed", seed_text));
+  inv.out_path = opt(base, "out");
+  const int64_t threads = parse_int("threads", opt(base, "threads"));
+  if (threads < 0) throw UsageError("--threads: must be 0 (all cores) or positive");
+  inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));
+  inv.progress = !base.count("no-progress");
+  inv.timing.warmup = int(parse_int("warmup", opt(base, "warmup")));
+  inv.timing.min_samples = int(parse_positive_list("min-samples", opt(base, "min-samples"))[0]);
+  inv.timing.max_samples = int(parse_positive_list("max-samples", opt(base, "max-samples"))[0]);
+  inv.timing.max_seconds = parse_double("max-seconds", opt(base, "max-seconds"));
+  inv.timing.cv_target = parse_double("cv-target", opt(base, "cv-target"));
+  inv.timing.flush_l2 = !base.count("no-flush");
+  inv.timing.cuda_graph = base.count("graph") > 0;
+  if (inv.timing.warmup < 0) throw UsageError("--warmup: must not be negative");
+  if (inv.timing.max_samples < inv.timing.min_samples)
+    throw UsageError("--max-samples: must be at least --min-samples");
+
+  std::vector<std::string> grids;
+  if (base.count("grid")) grids = base["grid"].as<std::vector<std::string>>();
+  if (grids.empty()) grids.push_back("");
+  for (const std::string& g : grids) {
+    po::variables_map vm;
+    po::store(cli, vm);
+    po::store(parse_tokens(split_whitespace(g), desc, fmt::format("grid '{}'", g).c_str()), vm);
+    po::store(suite, vm);
+    expand_grid(vm, cuda_available, inv.seed, inv.cases);
+  }
+  return inv;
+}

@@ -1,0 +1,42 @@
+// Command line and suite files: one Boost.Program_options description for both. A suite is an
+// option file; each `grid = ...` line in it is a further set of flags, and every grid is expanded
+// into the cartesian product of its lists. Precedence: command line > grid line > suite > default.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness/problem.h"
+#include "harness/timing.h"
+#include "harness/variant.h"
+
+// A mistake of the user (bad flag, value, file): one line on stderr, exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct Case {
+  Problem problem;
+  const VariantInfo* variant;
+  bool explicit_variant;  // named by --variants, not picked by "auto"
+};
+
+struct Invocation {
+  std::string command;  // list | run | verify | help
+  std::string suite_path;
+  std::string out_path;
+  uint64_t seed = 0;
+  int cpu_threads = 1;
+  bool progress = true;
+  TimingConfig timing;
+  std::vector<Case> cases;
+};
+
+// cuda_available decides what "--variants auto" picks. Throws UsageError.
+Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_available);
+std::string usage_text();
+
+// Helpers exposed for tests.
+std::vector<std::string> split_list(const std::string& s);
+std::vector<int64_t> parse_positive_list(const std::string& flag, const std::string& value);
+std::string resolve_suite_path(const std::string& name);

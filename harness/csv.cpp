@@ -1,0 +1,163 @@
+#include "harness/csv.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace {
+
+std::string num(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return fmt::format("{:.6g}", x);
+}
+std::string onoff(bool b) { return b ? "on" : "off"; }
+
+struct Column {
+  const char* name;
+  std::function<std::string(const RunMeta&, const ResultRow&)> value;
+};
+
+std::string metric(const TensorMetrics& m, double TensorMetrics::*field) {
+  return m.present ? num(m.*field) : "";
+}
+std::string count(const TensorMetrics& m, int64_t TensorMetrics::*field) {
+  return m.present ? std::to_string(m.*field) : "";
+}
+std::string timing(const ResultRow& r, double TimingStats::*field) {
+  return r.timing ? num((*r.timing).*field) : "";
+}
+
+// The schema: one entry per column, in order. reports/SCHEMA.md documents each name.
+const std::vector<Column>& columns() {
+  using M = RunMeta;
+  using R = ResultRow;
+  static const std::vector<Column> cols = {
+      {"schema_version", [](const M&, const R&) { return std::to_string(kCsvSchemaVersion); }},
+      {"run_id", [](const M& m, const R&) { return m.run_id; }},
+      {"timestamp", [](const M& m, const R&) { return m.timestamp; }},
+      {"git_sha", [](const M& m, const R&) { return m.git_sha; }},
+      {"host", [](const M& m, const R&) { return m.host; }},
+      {"device", [](const M&, const R& r) { return r.device; }},
+      {"command", [](const M& m, const R&) { return m.command; }},
+      {"suite", [](const M& m, const R&) { return m.suite; }},
+      {"seed", [](const M& m, const R&) { return std::to_string(m.seed); }},
+      {"variant", [](const M&, const R& r) { return r.variant; }},
+      {"family", [](const M&, const R& r) { return r.family; }},
+      {"backend", [](const M&, const R& r) { return r.backend; }},
+      {"precision", [](const M&, const R& r) { return r.precision; }},
+      {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
+      {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
+      {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},
+      {"H", [](const M&, const R& r) { return std::to_string(r.problem.shape.H); }},
+      {"HV", [](const M&, const R& r) { return std::to_string(r.problem.shape.HV); }},
+      {"K", [](const M&, const R& r) { return std::to_string(r.problem.shape.K); }},
+      {"V", [](const M&, const R& r) { return std::to_string(r.problem.shape.V); }},
+      {"chunk", [](const M&, const R& r) { return std::to_string(r.problem.chunk); }},
+      {"gate", [](const M&, const R& r) { return onoff(r.problem.use_gate); }},
+      {"delta", [](const M&, const R& r) { return onoff(r.problem.use_delta); }},
+      {"h0", [](const M&, const R& r) { return onoff(r.problem.use_h0); }},
+      {"scale", [](const M&, const R& r) { return num(r.problem.resolved_scale()); }},
+      {"gate_dist", [](const M&, const R& r) { return std::string(gate_dist_name(r.problem.gate_dist)); }},
+      {"beta_dist", [](const M&, const R& r) { return std::string(beta_dist_name(r.problem.beta_dist)); }},
+      {"distributions", [](const M&, const R& r) { return r.problem.distributions(); }},
+      {"status", [](const M&, const R& r) { return std::string(status_name(r.status)); }},
+      {"reason", [](const M&, const R& r) { return r.reason; }},
+      {"tol_o", [](const M&, const R& r) { return r.o.present ? num(r.tol.o_rel_l2) : ""; }},
+      {"tol_ht", [](const M&, const R& r) { return r.ht.present ? num(r.tol.ht_rel_l2) : ""; }},
+      {"o_rel_l2", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::rel_l2); }},
+      {"o_max_abs", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::max_abs); }},
+      {"o_worst_index", [](const M&, const R& r) { return count(r.o, &TensorMetrics::worst_index); }},
+      {"o_floor_rel_l2", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::floor_rel_l2); }},
+      {"o_err_vs_floor", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::err_vs_floor); }},
+      {"o_nan", [](const M&, const R& r) { return count(r.o, &TensorMetrics::nan_count); }},
+      {"o_unwritten", [](const M&, const R& r) { return count(r.o, &TensorMetrics::unwritten); }},
+      {"ht_rel_l2", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::rel_l2); }},
+      {"ht_max_abs", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::max_abs); }},
+      {"ht_worst_index", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::worst_index); }},
+      {"ht_floor_rel_l2", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::floor_rel_l2); }},
+      {"ht_err_vs_floor", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::err_vs_floor); }},
+      {"ht_nan", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::nan_count); }},
+      {"ht_unwritten", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::unwritten); }},
+      {"samples", [](const M&, const R& r) { return r.timing ? std::to_string(r.timing->samples) : ""; }},
+      {"time_median_ms", [](const M&, const R& r) { return timing(r, &TimingStats::median_ms); }},
+      {"time_min_ms", [](const M&, const R& r) { return timing(r, &TimingStats::min_ms); }},
+      {"time_p20_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p20_ms); }},
+      {"time_p80_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p80_ms); }},
+      {"time_cv", [](const M&, const R& r) { return timing(r, &TimingStats::cv); }},
+      {"flops", [](const M&, const R& r) { return num(r.flops); }},
+      {"min_bytes", [](const M&, const R& r) { return num(r.bytes); }},
+      {"tflops", [](const M&, const R& r) {
+         return r.timing && r.timing->median_ms > 0 ? num(r.flops / (r.timing->median_ms * 1e9)) : "";
+       }},
+      {"gbps", [](const M&, const R& r) {
+         return r.timing && r.timing->median_ms > 0 ? num(r.bytes / (r.timing->median_ms * 1e6)) : "";
+       }},
+      {"peak_device_bytes", [](const M&, const R& r) {
+         return r.peak_device_bytes > 0 ? std::to_string(r.peak_device_bytes) : "";
+       }},
+  };
+  return cols;
+}
+
+}  // namespace
+
+std::string csv_escape(const std::string& field) {
+  if (field.find_first_of(",\"\n\r") == std::string::npos) return field;
+  std::string out = "\"";
+  for (char c : field) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::vector<std::string> csv_columns() {
+  std::vector<std::string> names;
+  for (const Column& c : columns()) names.emplace_back(c.name);
+  return names;
+}
+
+std::string csv_header_line() {
+  std::string line;
+  for (const Column& c : columns()) line += (line.empty() ? "" : ",") + std::string(c.name);
+  return line + "\n";
+}
+
+std::string csv_row_line(const RunMeta& meta, const ResultRow& row) {
+  std::string line;
+  bool first = true;
+  for (const Column& c : columns()) {
+    if (!first) line += ',';
+    first = false;
+    line += csv_escape(c.value(meta, row));
+  }
+  return line + "\n";
+}
+
+CsvWriter::CsvWriter(std::string path, RunMeta meta)
+    : path_(std::move(path)), meta_(std::move(meta)), contents_(csv_header_line()) {
+  flush_to_disk();
+}
+
+void CsvWriter::append(const ResultRow& row) {
+  contents_ += csv_row_line(meta_, row);
+  flush_to_disk();
+}
+
+void CsvWriter::flush_to_disk() const {
+  const std::string tmp = path_ + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+    f << contents_;
+    f.flush();
+    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+  }
+  if (std::rename(tmp.c_str(), path_.c_str()) != 0)
+    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}'", tmp, path_));
+}

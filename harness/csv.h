@@ -1,0 +1,28 @@
+// CSV writer, schema v1 (reports/SCHEMA.md). Every row is written through a temporary file and a
+// rename, so an interrupted run leaves a valid CSV of the finished cases.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/result.h"
+
+constexpr int kCsvSchemaVersion = 1;
+
+std::vector<std::string> csv_columns();
+std::string csv_header_line();
+std::string csv_row_line(const RunMeta& meta, const ResultRow& row);
+std::string csv_escape(const std::string& field);
+
+class CsvWriter {
+ public:
+  // Throws std::runtime_error when the path cannot be written.
+  CsvWriter(std::string path, RunMeta meta);
+  void append(const ResultRow& row);
+  const std::string& path() const { return path_; }
+
+ private:
+  void flush_to_disk() const;
+  std::string path_;
+  RunMeta meta_;
+  std::string contents_;
+};

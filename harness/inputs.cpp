@@ -1,0 +1,100 @@
+#include "harness/inputs.h"
+
+#include <cmath>
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+enum Stream : uint32_t { kQ = 1, kK, kV, kG, kGateMask, kBeta, kH0 };
+
+void l2_normalise_rows(std::vector<float>& x, int64_t row) {
+  for (size_t r = 0; r < x.size(); r += row) {
+    double ss = 0.0;
+    for (int64_t c = 0; c < row; ++c) ss += double(x[r + c]) * x[r + c];
+    const double inv = 1.0 / std::sqrt(ss + 1e-12);
+    for (int64_t c = 0; c < row; ++c) x[r + c] = float(x[r + c] * inv);
+  }
+}
+
+std::vector<float> normal_tensor(uint64_t seed, uint32_t stream, int64_t n) {
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = float(counter_normal(seed, stream, i));
+  return x;
+}
+
+}  // namespace
+
+double counter_uniform(uint64_t seed, uint32_t stream, uint64_t index) {
+  const uint64_t h = splitmix64(splitmix64(seed ^ (uint64_t(stream) << 56)) ^ index);
+  return (double(h >> 11) + 1.0) * (1.0 / 9007199254740992.0);  // (0, 1]
+}
+
+double counter_normal(uint64_t seed, uint32_t stream, uint64_t index) {
+  const double u1 = counter_uniform(seed, stream, 2 * index);
+  const double u2 = counter_uniform(seed, stream, 2 * index + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+HostInputs make_inputs(const Problem& p) {
+  const GdnShape& s = p.shape;
+  HostInputs in;
+  in.q = normal_tensor(p.seed, kQ, s.qk_elems());
+  in.k = normal_tensor(p.seed, kK, s.qk_elems());
+  in.v = normal_tensor(p.seed, kV, s.v_elems());
+  l2_normalise_rows(in.q, s.K);
+  l2_normalise_rows(in.k, s.K);
+  for (auto* t : {&in.q, &in.k, &in.v})
+    for (float& x : *t) x = round_to(p.dtype, x);
+
+  const int64_t ng = s.gate_elems();
+  if (p.use_gate) {
+    in.g.resize(ng);
+    for (int64_t i = 0; i < ng; ++i) {
+      switch (p.gate_dist) {
+        case GateDist::logsigmoid: {
+          const double x = counter_normal(p.seed, kG, i);
+          const double logsig = -std::log1p(std::exp(-x));
+          const bool masked = counter_uniform(p.seed, kGateMask, i) <= 0.1;
+          in.g[i] = masked ? 0.0f : float(logsig / 16.0);
+          break;
+        }
+        case GateDist::zero: in.g[i] = 0.0f; break;
+        case GateDist::strong: in.g[i] = float(-30.0 + 20.0 * counter_uniform(p.seed, kG, i)); break;
+      }
+    }
+  }
+  in.beta.resize(ng);
+  for (int64_t i = 0; i < ng; ++i) {
+    switch (p.beta_dist) {
+      case BetaDist::sigmoid:
+        in.beta[i] = float(1.0 / (1.0 + std::exp(-counter_normal(p.seed, kBeta, i))));
+        break;
+      case BetaDist::zero: in.beta[i] = 0.0f; break;
+      case BetaDist::one: in.beta[i] = 1.0f; break;
+    }
+  }
+  if (p.use_h0) in.h0 = normal_tensor(p.seed, kH0, s.state_elems());
+  return in;
+}
+
+GdnRefInputs RefInputsF64::view() const {
+  GdnRefInputs r;
+  r.q = q.data();
+  r.k = k.data();
+  r.v = v.data();
+  r.g = g.empty() ? nullptr : g.data();
+  r.beta = beta.data();
+  r.h0 = h0.empty() ? nullptr : h0.data();
+  return r;
+}
+
+RefInputsF64 to_f64(const HostInputs& in) {
+  auto up = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
+  return RefInputsF64{up(in.q), up(in.k), up(in.v), up(in.g), up(in.beta), up(in.h0)};
+}

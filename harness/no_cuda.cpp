@@ -1,0 +1,20 @@
+// Built only when nvcc is not found: the harness runs on the CPU backend alone.
+#include <stdexcept>
+
+#include "harness/gpu_runtime.h"
+
+bool cuda_compiled() { return false; }
+
+GpuInfo query_gpu() {
+  GpuInfo info;
+  info.why_not = "built without CUDA (nvcc was not found at configure time)";
+  return info;
+}
+
+TimingStats time_gpu_run(VariantRun&, const TimingConfig&) {
+  throw std::runtime_error("built without CUDA: no GPU timing");
+}
+
+void poison_device_buffer(void*, int64_t, DType, void*) {
+  throw std::runtime_error("built without CUDA: no device buffers");
+}

@@ -1,0 +1,56 @@
+#include "harness/problem.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+const char* gate_dist_name(GateDist d) {
+  switch (d) {
+    case GateDist::logsigmoid: return "logsigmoid";
+    case GateDist::zero: return "zero";
+    case GateDist::strong: return "strong";
+  }
+  return "?";
+}
+
+const char* beta_dist_name(BetaDist d) {
+  switch (d) {
+    case BetaDist::sigmoid: return "sigmoid";
+    case BetaDist::zero: return "zero";
+    case BetaDist::one: return "one";
+  }
+  return "?";
+}
+
+std::optional<GateDist> parse_gate_dist(const std::string& s) {
+  for (GateDist d : {GateDist::logsigmoid, GateDist::zero, GateDist::strong})
+    if (s == gate_dist_name(d)) return d;
+  return std::nullopt;
+}
+
+std::optional<BetaDist> parse_beta_dist(const std::string& s) {
+  for (BetaDist d : {BetaDist::sigmoid, BetaDist::zero, BetaDist::one})
+    if (s == beta_dist_name(d)) return d;
+  return std::nullopt;
+}
+
+double Problem::resolved_scale() const {
+  return scale != 0.0 ? scale : 1.0 / std::sqrt(double(shape.K));
+}
+
+std::string Problem::input_key() const {
+  return fmt::format("{}/{}/{}/{}/{}/{}/{}/g{}/d{}/h{}/{}/{}/{}/{}", shape.B, shape.T, shape.H,
+                     shape.HV, shape.K, shape.V, dtype_name(dtype), use_gate, use_delta, use_h0,
+                     gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed);
+}
+
+std::string Problem::distributions() const {
+  std::string g = !use_gate ? "g=none"
+                  : gate_dist == GateDist::logsigmoid ? "g=logsigmoid(N)/16 mask0.1"
+                  : gate_dist == GateDist::zero       ? "g=0"
+                                                      : "g=U[-30,-10]";
+  std::string b = beta_dist == BetaDist::sigmoid ? "beta=sigmoid(N)"
+                  : beta_dist == BetaDist::zero  ? "beta=0"
+                                                 : "beta=1";
+  return fmt::format("qk=l2norm(N) v=N {} {} h0={}", g, b, use_h0 ? "N" : "none");
+}

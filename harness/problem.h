@@ -1,0 +1,47 @@
+// One GDN problem: shapes, dtype, which terms of the recurrence are on, and how inputs are drawn.
+// A problem fixes the inputs (with the seed) and so the float64 reference; variants run on it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kernels/dtype.h"
+#include "reference/gdn_shape.h"
+
+// How the log decay g is drawn (DESIGN.md section 3).
+enum class GateDist {
+  logsigmoid,  // g = logsigmoid(x) / 16, x ~ N(0, 1), 10% of entries masked to exactly 0
+  zero,        // g = 0 everywhere: DeltaNet's transition inside a gated kernel
+  strong,      // g in [-30, -10]: the state is wiped each step; exp must underflow to 0 cleanly
+};
+// How beta is drawn.
+enum class BetaDist {
+  sigmoid,  // beta = sigmoid(x), x ~ N(0, 1)
+  zero,     // beta = 0: the delta update is a no-op
+  one,      // beta = 1: full replacement of the recalled value
+};
+
+const char* gate_dist_name(GateDist d);
+const char* beta_dist_name(BetaDist d);
+std::optional<GateDist> parse_gate_dist(const std::string& s);
+std::optional<BetaDist> parse_beta_dist(const std::string& s);
+
+struct Problem {
+  GdnShape shape;
+  DType dtype = DType::f32;
+  bool use_gate = true;   // false: no g tensor at all (DeltaNet)
+  bool use_delta = true;  // false: gated linear attention
+  bool use_h0 = false;
+  GateDist gate_dist = GateDist::logsigmoid;
+  BetaDist beta_dist = BetaDist::sigmoid;
+  int chunk = 64;
+  double scale = 0.0;  // 0: K^-1/2
+  uint64_t seed = 0;
+
+  double resolved_scale() const;
+  // Inputs and reference depend on these fields only (not on chunk): problems with equal keys
+  // share one input set and one float64 reference.
+  std::string input_key() const;
+  // One-line description of the input distributions, recorded in the CSV.
+  std::string distributions() const;
+};

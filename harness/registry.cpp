@@ -1,0 +1,23 @@
+#include "harness/cpu_variants.h"
+#include "harness/variant.h"
+
+const char* family_name(Family f) { return f == Family::gdn ? "gdn" : "attention"; }
+const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
+const std::vector<VariantInfo>& variant_registry() {
+  static const std::vector<VariantInfo> table = {
+      {"cpu_recurrent", Family::gdn, Backend::cpu, Precision::fp32_math, false,
+       "fp32 bf16 fp16 (emulated)", "any K, V", cpu_recurrent_unsupported, create_cpu_recurrent,
+       "step-by-step recurrence in float32, threads over (B, HV)"},
+      {"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true,
+       "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
+       create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV)"},
+  };
+  return table;
+}
+
+const VariantInfo* find_variant(const std::string& name) {
+  for (const VariantInfo& v : variant_registry())
+    if (name == v.name) return &v;
+  return nullptr;
+}

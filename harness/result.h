@@ -1,0 +1,44 @@
+// One CSV row per (problem, variant) and the run metadata shared by all rows of a run.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "harness/metrics.h"
+#include "harness/problem.h"
+#include "harness/timing.h"
+#include "harness/tolerance.h"
+
+enum class Status { pass, fail, skipped };
+const char* status_name(Status s);
+
+struct RunMeta {
+  std::string run_id;     // timestamp + seed, shared by every row of one invocation
+  std::string timestamp;  // UTC, ISO 8601
+  std::string git_sha;
+  std::string host;
+  std::string device;     // GPU name, or the CPU model for the CPU backend
+  std::string command;    // run | verify
+  std::string suite;
+  uint64_t seed = 0;
+};
+
+struct ResultRow {
+  Problem problem;
+  std::string variant, family, backend, precision;
+  Status status = Status::skipped;
+  std::string reason;  // why SKIPPED, or what failed
+  TensorMetrics o, ht;
+  Tolerance tol{0, 0, ""};
+  std::optional<TimingStats> timing;
+  double flops = 0;    // documented FLOP count (DESIGN.md section 4)
+  double bytes = 0;    // minimum bytes: each input read once, each output written once
+  int64_t peak_device_bytes = 0;
+  std::string device;  // where this row ran
+};
+
+// FLOP and byte counts of the problem for a family (DESIGN.md section 4).
+double gdn_flops(const Problem& p);
+double gdn_min_bytes(const Problem& p);
+double attention_flops(const Problem& p);
+double attention_min_bytes(const Problem& p);

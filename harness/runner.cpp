@@ -1,0 +1,152 @@
+#include "harness/runner.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace {
+
+std::optional<std::string> availability_problem(const VariantInfo& v, const RunOptions& opt) {
+  if (v.backend == Backend::cuda && !opt.gpu.available)
+    return fmt::format("no CUDA device: {}", opt.gpu.why_not);
+  return std::nullopt;
+}
+
+// Attention baselines read q, k, v of the GDN problem as HV heads of dim K and V.
+std::optional<std::string> attention_applicability(const Problem& p) {
+  if (p.shape.H != p.shape.HV) return std::string("attention baselines need H == HV");
+  if (!p.use_gate || !p.use_delta || p.use_h0)
+    return std::string("attention baselines run only on the plain GDN configuration (gate on, delta on, h0 off)");
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string cpu_model_name() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return "CPU: " + line.substr(colon + 2);
+    }
+  return "CPU";
+}
+
+ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
+                   const std::vector<double>& attention_ref, const RunOptions& opt) {
+  const VariantInfo& v = *c.variant;
+  ResultRow row;
+  row.problem = c.problem;
+  row.variant = v.name;
+  row.family = family_name(v.family);
+  row.backend = backend_name(v.backend);
+  row.precision = precision_name(v.precision);
+  row.device = v.backend == Backend::cuda && opt.gpu.available ? opt.gpu.name : opt.cpu_name;
+  const bool is_gdn = v.family == Family::gdn;
+  row.flops = is_gdn ? gdn_flops(c.problem) : attention_flops(c.problem);
+  row.bytes = is_gdn ? gdn_min_bytes(c.problem) : attention_min_bytes(c.problem);
+  row.tol = tolerance_for(v.precision, c.problem.dtype);
+
+  std::optional<std::string> skip = availability_problem(v, opt);
+  if (!skip && !is_gdn) skip = attention_applicability(c.problem);
+  if (!skip) skip = v.unsupported(c.problem);
+  if (skip) {
+    row.status = Status::skipped;
+    row.reason = *skip;
+    return row;
+  }
+
+  try {
+    RunContext ctx;
+    ctx.cpu_threads = opt.cpu_threads;
+    std::unique_ptr<VariantRun> run = v.create(c.problem, inputs, ctx);
+    run->poison_outputs();
+    run->launch();
+    run->synchronize();
+    RunOutputs out = run->read_outputs();
+    row.peak_device_bytes = run->peak_device_bytes();
+    row.o = compare_to_reference(out.o, is_gdn ? gdn_ref.o : attention_ref, c.problem.dtype);
+    if (is_gdn) row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
+
+    std::vector<std::string> problems;
+    if (!row.o.finite_ok())
+      problems.push_back(fmt::format("o: {} non-finite, {} unwritten", row.o.nan_count, row.o.unwritten));
+    else if (!(row.o.rel_l2 <= row.tol.o_rel_l2))
+      problems.push_back(fmt::format("o rel_l2 {:.3g} > {:.3g}", row.o.rel_l2, row.tol.o_rel_l2));
+    if (row.ht.present) {
+      if (!row.ht.finite_ok())
+        problems.push_back(fmt::format("hT: {} non-finite, {} unwritten", row.ht.nan_count, row.ht.unwritten));
+      else if (!(row.ht.rel_l2 <= row.tol.ht_rel_l2))
+        problems.push_back(fmt::format("hT rel_l2 {:.3g} > {:.3g}", row.ht.rel_l2, row.tol.ht_rel_l2));
+    }
+    row.status = problems.empty() ? Status::pass : Status::fail;
+    for (const std::string& p : problems) row.reason += (row.reason.empty() ? "" : "; ") + p;
+
+    // A variant is timed only after it verified: a wrong kernel has no speed.
+    if (opt.timed && row.status == Status::pass)
+      row.timing = v.backend == Backend::cpu ? time_cpu_run(*run, opt.timing)
+                                             : time_gpu_run(*run, opt.timing);
+  } catch (const std::exception& e) {
+    row.status = Status::fail;
+    row.reason = fmt::format("error: {}", e.what());
+  }
+  return row;
+}
+
+RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
+                         const std::function<void(const ResultRow&)>& on_row) {
+  RunSummary summary;
+  const bool show_progress = opt.progress && isatty(fileno(stderr));
+  const auto start = std::chrono::steady_clock::now();
+  std::string cached_key;
+  HostInputs inputs;
+  RefInputsF64 ref_in;
+  GdnRefOutputs gdn_ref;
+  std::vector<double> attn_ref;
+  bool have_gdn_ref = false, have_attn_ref = false;
+
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    if (show_progress) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double eta = i > 0 ? elapsed / double(i) * double(cases.size() - i) : 0.0;
+      fmt::print(stderr, "\r[{}/{}] {} {} T={} elapsed {:.0f}s, about {:.0f}s left   ", i + 1,
+                 cases.size(), c.variant->name, dtype_name(c.problem.dtype), c.problem.shape.T,
+                 elapsed, eta);
+    }
+    const bool runnable = !availability_problem(*c.variant, opt) && !c.variant->unsupported(c.problem);
+    if (runnable && c.problem.input_key() != cached_key) {
+      cached_key = c.problem.input_key();
+      inputs = make_inputs(c.problem);
+      ref_in = to_f64(inputs);
+      have_gdn_ref = have_attn_ref = false;
+    }
+    if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
+      GdnRefOptions ro;
+      ro.scale = c.problem.resolved_scale();
+      ro.use_delta = c.problem.use_delta;
+      ro.threads = opt.cpu_threads;
+      gdn_ref = gdn_recurrent_ref(c.problem.shape, ref_in.view(), ro);
+      have_gdn_ref = true;
+    }
+    if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
+        !attention_applicability(c.problem)) {
+      const GdnShape& s = c.problem.shape;
+      attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
+                               ref_in.v.data(), c.problem.resolved_scale(), true);
+      have_attn_ref = true;
+    }
+    ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);
+    if (row.status == Status::pass) ++summary.passed;
+    else if (row.status == Status::fail) ++summary.failed;
+    else ++summary.skipped;
+    on_row(row);
+    summary.rows.push_back(std::move(row));
+  }
+  if (show_progress) fmt::print(stderr, "\n");
+  return summary;
+}

@@ -1,0 +1,33 @@
+// Executes the cases of an invocation: inputs (seeded) -> float64 reference (cached per problem)
+// -> each variant verified (poisoned outputs) -> timed if it passed and timing is on -> CSV row.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "harness/cli.h"
+#include "harness/gpu_runtime.h"
+#include "harness/result.h"
+
+struct RunOptions {
+  bool timed = false;     // run: time passing cases; verify: never time
+  int cpu_threads = 1;
+  bool progress = false;  // progress lines on stderr
+  TimingConfig timing;
+  std::string cpu_name;
+  GpuInfo gpu;
+};
+
+struct RunSummary {
+  int passed = 0, failed = 0, skipped = 0;
+  std::vector<ResultRow> rows;
+};
+
+// on_row is called after each case (the CSV writer appends there).
+RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
+                         const std::function<void(const ResultRow&)>& on_row);
+
+// Verifies (and optionally times) one variant on one problem against a given reference.
+ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
+                   const std::vector<double>& attention_ref, const RunOptions& opt);
+
+std::string cpu_model_name();

@@ -1,0 +1,55 @@
+// The variant registry: one explicit table of every kernel variant the harness can run, with its
+// capabilities, how to prepare a run, and a one-line summary. Order is fixed (gdnbench list).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/inputs.h"
+#include "harness/problem.h"
+#include "harness/tolerance.h"
+
+enum class Family { gdn, attention };
+enum class Backend { cpu, cuda };
+const char* family_name(Family f);
+const char* backend_name(Backend b);
+
+struct RunOutputs {
+  std::vector<float> o;   // [B, T, HV, V] as float; unwritten elements hold the poison bits
+  std::vector<float> hT;  // [B, HV, K, V]; empty when the variant has no state
+};
+
+// One prepared execution of a variant on one problem: owns its buffers (host or device).
+class VariantRun {
+ public:
+  virtual ~VariantRun() = default;
+  virtual void poison_outputs() = 0;
+  virtual void launch() = 0;       // CPU: runs to completion; GPU: enqueued on stream()
+  virtual void synchronize() {}
+  virtual RunOutputs read_outputs() = 0;
+  virtual int64_t peak_device_bytes() const { return 0; }
+  virtual void* stream() const { return nullptr; }  // cudaStream_t of GPU runs
+};
+
+struct RunContext {
+  int cpu_threads = 1;
+};
+
+struct VariantInfo {
+  const char* name;
+  Family family;
+  Backend backend;
+  Precision precision;
+  bool uses_chunk;       // only chunked variants multiply over --chunk
+  const char* dtypes;    // for `gdnbench list`
+  const char* shapes;    // head dims, chunk sizes, other limits
+  // A reason when the variant cannot run this problem (the row is SKIPPED), else nullopt.
+  std::optional<std::string> (*unsupported)(const Problem&);
+  std::unique_ptr<VariantRun> (*create)(const Problem&, const HostInputs&, const RunContext&);
+  const char* summary;
+};
+
+const std::vector<VariantInfo>& variant_registry();
+const VariantInfo* find_variant(const std::string& name);

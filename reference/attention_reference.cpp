@@ -1,0 +1,56 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "reference/gdn_reference.h"
+
+namespace {
+// Softmax-weighted sum of value rows for one query, with the row max subtracted for stability.
+void attend_one(const double* q, const double* k_base, const double* v_base, int64_t n_keys,
+                int64_t key_stride, int64_t D, int64_t Dv, double scale, double* o) {
+  std::vector<double> logits(n_keys);
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < n_keys; ++j) {
+    double dot = 0.0;
+    for (int64_t c = 0; c < D; ++c) dot += q[c] * k_base[j * key_stride * D + c];
+    logits[j] = scale * dot;
+    row_max = std::max(row_max, logits[j]);
+  }
+  double denom = 0.0;
+  std::fill(o, o + Dv, 0.0);
+  for (int64_t j = 0; j < n_keys; ++j) {
+    const double p = std::exp(logits[j] - row_max);
+    denom += p;
+    for (int64_t c = 0; c < Dv; ++c) o[c] += p * v_base[j * key_stride * Dv + c];
+  }
+  for (int64_t c = 0; c < Dv; ++c) o[c] /= denom;
+}
+}  // namespace
+
+std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
+                                  const double* q, const double* k, const double* v, double scale,
+                                  bool causal) {
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
+  std::vector<double> o(B * T * H * Dv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t n_keys = causal ? t + 1 : T;
+        attend_one(q + ((b * T + t) * H + h) * D, k + (b * T * H + h) * D,
+                   v + (b * T * H + h) * Dv, n_keys, H, D, Dv, scale,
+                   o.data() + ((b * T + t) * H + h) * Dv);
+      }
+  return o;
+}
+
+std::vector<double> attention_decode_ref(int64_t B, int64_t L, int64_t H, int64_t D, int64_t Dv,
+                                         const double* q, const double* k_cache,
+                                         const double* v_cache, double scale) {
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
+  std::vector<double> o(B * H * Dv);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      attend_one(q + (b * H + h) * D, k_cache + (b * L * H + h) * D,
+                 v_cache + (b * L * H + h) * Dv, L, H, D, Dv, scale, o.data() + (b * H + h) * Dv);
+  return o;
+}

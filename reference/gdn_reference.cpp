@@ -1,0 +1,220 @@
+#include "reference/gdn_reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <thread>
+
+double gdn_default_scale(const GdnShape& shape) { return 1.0 / std::sqrt(double(shape.K)); }
+
+namespace {
+
+double resolve_scale(const GdnRefOptions& opt, int64_t K) {
+  return opt.scale != 0.0 ? opt.scale : 1.0 / std::sqrt(double(K));
+}
+
+// Row pointers for token t of sequence b; q/k head h serves value heads [h*group, (h+1)*group).
+struct HeadView {
+  const GdnShape& s;
+  const GdnRefInputs& in;
+  int64_t b, hv;
+  int64_t h() const { return hv / s.group(); }
+  const double* q(int64_t t) const { return in.q + ((b * s.T + t) * s.H + h()) * s.K; }
+  const double* k(int64_t t) const { return in.k + ((b * s.T + t) * s.H + h()) * s.K; }
+  const double* v(int64_t t) const { return in.v + ((b * s.T + t) * s.HV + hv) * s.V; }
+  double g(int64_t t) const { return in.g ? in.g[(b * s.T + t) * s.HV + hv] : 0.0; }
+  double beta(int64_t t) const { return in.beta[(b * s.T + t) * s.HV + hv]; }
+  int64_t o_offset(int64_t t) const { return ((b * s.T + t) * s.HV + hv) * s.V; }
+  int64_t state_offset() const { return (b * s.HV + hv) * s.K * s.V; }
+};
+
+// Runs head_fn(b, hv) over every head on `threads` threads.
+template <typename Fn>
+void for_each_head(const GdnShape& s, int threads, Fn&& head_fn) {
+  const int64_t heads = s.B * s.HV;
+  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, heads)));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < n; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t i = w; i < heads; i += n) head_fn(i / s.HV, i % s.HV);
+    });
+  for (auto& t : pool) t.join();
+}
+
+void check_shape(const GdnShape& s) {
+  if (s.B < 1 || s.T < 1 || s.H < 1 || s.HV < 1 || s.K < 1 || s.V < 1 || s.HV % s.H != 0)
+    throw std::invalid_argument("gdn reference: sizes must be positive and HV a multiple of H");
+}
+
+}  // namespace
+
+GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
+                                const GdnRefOptions& opt) {
+  check_shape(s);
+  const double scale = resolve_scale(opt, s.K);
+  GdnRefOutputs out;
+  out.o.assign(s.v_elems(), 0.0);
+  out.hT.assign(s.state_elems(), 0.0);
+  for_each_head(s, opt.threads, [&](int64_t b, int64_t hv) {
+      std::vector<double> S(s.K * s.V), u(s.V);
+      HeadView hd{s, in, b, hv};
+      if (in.h0) std::copy_n(in.h0 + hd.state_offset(), S.size(), S.begin());
+      else std::fill(S.begin(), S.end(), 0.0);
+      for (int64_t t = 0; t < s.T; ++t) {
+        const double alpha = std::exp(hd.g(t));
+        for (double& x : S) x *= alpha;
+        const double* k = hd.k(t);
+        const double* v = hd.v(t);
+        if (opt.use_delta) {
+          const double beta = hd.beta(t);
+          for (int64_t j = 0; j < s.V; ++j) {
+            double kS = 0.0;
+            for (int64_t i = 0; i < s.K; ++i) kS += S[i * s.V + j] * k[i];
+            u[j] = beta * (v[j] - kS);
+          }
+        } else {
+          std::copy_n(v, s.V, u.begin());
+        }
+        for (int64_t i = 0; i < s.K; ++i)
+          for (int64_t j = 0; j < s.V; ++j) S[i * s.V + j] += k[i] * u[j];
+        const double* q = hd.q(t);
+        double* o = out.o.data() + hd.o_offset(t);
+        for (int64_t j = 0; j < s.V; ++j) {
+          double acc = 0.0;
+          for (int64_t i = 0; i < s.K; ++i) acc += S[i * s.V + j] * q[i];
+          o[j] = scale * acc;
+        }
+      }
+      std::copy(S.begin(), S.end(), out.hT.begin() + hd.state_offset());
+  });
+  return out;
+}
+
+GdnRefOutputs gdn_chunked_ref(const GdnShape& s, const GdnRefInputs& in, const GdnRefOptions& opt,
+                              int64_t C, GdnChunkIntermediates* keep) {
+  check_shape(s);
+  if (C < 1) throw std::invalid_argument("gdn_chunked_ref: chunk must be positive");
+  const double scale = resolve_scale(opt, s.K);
+  const int64_t N = (s.T + C - 1) / C;
+  const int64_t K = s.K, V = s.V;
+  GdnRefOutputs out;
+  out.o.assign(s.v_elems(), 0.0);
+  out.hT.assign(s.state_elems(), 0.0);
+  if (keep) {
+    const int64_t heads = s.B * s.HV * N;
+    keep->chunk = C;
+    keep->num_chunks = N;
+    keep->gamma.assign(heads * C, 0.0);
+    keep->A.assign(heads * C * C, 0.0);
+    keep->T_inv.assign(heads * C * C, 0.0);
+    keep->W.assign(heads * C * K, 0.0);
+    keep->U0.assign(heads * C * V, 0.0);
+    keep->U.assign(heads * C * V, 0.0);
+    keep->chunk_states.assign(heads * K * V, 0.0);
+  }
+  std::vector<double> S(K * V), gamma(C), beta(C), A(C * C), Ti(C * C), W(C * K), U0(C * V),
+      U(C * V), S_next(K * V);
+  for (int64_t b = 0; b < s.B; ++b) {
+    for (int64_t hv = 0; hv < s.HV; ++hv) {
+      HeadView hd{s, in, b, hv};
+      if (in.h0) std::copy_n(in.h0 + hd.state_offset(), S.size(), S.begin());
+      else std::fill(S.begin(), S.end(), 0.0);
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t t0 = n * C, L = std::min(C, s.T - t0);
+        std::fill(gamma.begin(), gamma.end(), 0.0);
+        std::fill(A.begin(), A.end(), 0.0);
+        std::fill(Ti.begin(), Ti.end(), 0.0);
+        std::fill(W.begin(), W.end(), 0.0);
+        std::fill(U0.begin(), U0.end(), 0.0);
+        double acc = 0.0;
+        for (int64_t i = 0; i < L; ++i) {
+          acc += hd.g(t0 + i);
+          gamma[i] = acc;
+          // Without the delta term the update is S += k v^T: beta is 1 and A vanishes.
+          beta[i] = opt.use_delta ? hd.beta(t0 + i) : 1.0;
+        }
+        // A = strictly_lower(diag(beta) (K K^T) .* D), D_ij = exp(gamma_i - gamma_j).
+        if (opt.use_delta) {
+          for (int64_t i = 0; i < L; ++i)
+            for (int64_t j = 0; j < i; ++j) {
+              double kk = 0.0;
+              for (int64_t c = 0; c < K; ++c) kk += hd.k(t0 + i)[c] * hd.k(t0 + j)[c];
+              A[i * C + j] = beta[i] * kk * std::exp(gamma[i] - gamma[j]);
+            }
+        }
+        // (I + A)^-1 by forward substitution: unit lower triangular.
+        for (int64_t i = 0; i < L; ++i) {
+          for (int64_t j = 0; j < i; ++j) {
+            double sum = 0.0;
+            for (int64_t m = j; m < i; ++m) sum += A[i * C + m] * Ti[m * C + j];
+            Ti[i * C + j] = -sum;
+          }
+          Ti[i * C + i] = 1.0;
+        }
+        // W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V.
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t j = 0; j <= i; ++j) {
+            const double t = Ti[i * C + j];
+            if (t == 0.0) continue;
+            const double wk = opt.use_delta ? t * beta[j] * std::exp(gamma[j]) : 0.0;
+            const double* kj = hd.k(t0 + j);
+            const double* vj = hd.v(t0 + j);
+            for (int64_t c = 0; c < K; ++c) W[i * K + c] += wk * kj[c];
+            for (int64_t c = 0; c < V; ++c) U0[i * V + c] += t * beta[j] * vj[c];
+          }
+        // U = U0 - W S0.
+        for (int64_t i = 0; i < L; ++i)
+          for (int64_t c = 0; c < V; ++c) {
+            double ws = 0.0;
+            for (int64_t r = 0; r < K; ++r) ws += W[i * K + r] * S[r * V + c];
+            U[i * V + c] = U0[i * V + c] - ws;
+          }
+        for (int64_t i = L; i < C; ++i)
+          for (int64_t c = 0; c < V; ++c) U[i * V + c] = 0.0;
+        // O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal) U).
+        for (int64_t i = 0; i < L; ++i) {
+          const double* qi = hd.q(t0 + i);
+          double* o = out.o.data() + hd.o_offset(t0 + i);
+          const double decay_i = std::exp(gamma[i]);
+          for (int64_t c = 0; c < V; ++c) {
+            double qs = 0.0;
+            for (int64_t r = 0; r < K; ++r) qs += qi[r] * S[r * V + c];
+            o[c] = decay_i * qs;
+          }
+          for (int64_t j = 0; j <= i; ++j) {
+            double qk = 0.0;
+            for (int64_t r = 0; r < K; ++r) qk += qi[r] * hd.k(t0 + j)[r];
+            const double w = qk * std::exp(gamma[i] - gamma[j]);
+            for (int64_t c = 0; c < V; ++c) o[c] += w * U[j * V + c];
+          }
+          for (int64_t c = 0; c < V; ++c) o[c] *= scale;
+        }
+        if (keep) {
+          const int64_t head = (b * s.HV + hv) * N + n;
+          std::copy(gamma.begin(), gamma.end(), keep->gamma.begin() + head * C);
+          std::copy(A.begin(), A.end(), keep->A.begin() + head * C * C);
+          std::copy(Ti.begin(), Ti.end(), keep->T_inv.begin() + head * C * C);
+          std::copy(W.begin(), W.end(), keep->W.begin() + head * C * K);
+          std::copy(U0.begin(), U0.end(), keep->U0.begin() + head * C * V);
+          std::copy(U.begin(), U.end(), keep->U.begin() + head * C * V);
+          std::copy(S.begin(), S.end(), keep->chunk_states.begin() + head * K * V);
+        }
+        // S_C = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U.
+        const double g_last = gamma[L - 1];
+        const double decay_last = std::exp(g_last);
+        for (int64_t x = 0; x < K * V; ++x) S_next[x] = decay_last * S[x];
+        for (int64_t j = 0; j < L; ++j) {
+          const double d = std::exp(g_last - gamma[j]);
+          const double* kj = hd.k(t0 + j);
+          for (int64_t r = 0; r < K; ++r) {
+            const double kr = d * kj[r];
+            for (int64_t c = 0; c < V; ++c) S_next[r * V + c] += kr * U[j * V + c];
+          }
+        }
+        S.swap(S_next);
+      }
+      std::copy(S.begin(), S.end(), out.hT.begin() + hd.state_offset());
+    }
+  }
+  return out;
+}

@@ -1,0 +1,66 @@
+// Float64 definitions of gated DeltaNet (DESIGN.md section 1). These are the answers every kernel
+// is judged against; nothing here is tuned for speed. No CUDA headers.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "reference/gdn_shape.h"
+
+// Pointers into contiguous float64 tensors in the canonical layouts of GdnShape.
+// g == nullptr: no gate (DeltaNet); h0 == nullptr: zero initial state.
+struct GdnRefInputs {
+  const double* q = nullptr;
+  const double* k = nullptr;
+  const double* v = nullptr;
+  const double* g = nullptr;
+  const double* beta = nullptr;
+  const double* h0 = nullptr;
+};
+
+struct GdnRefOptions {
+  double scale = 0.0;      // 0 means K^-1/2
+  bool use_delta = true;   // false: gated linear attention, S = exp(g) S + k v^T (beta unused)
+  int threads = 1;         // heads (b, hv) are independent; large references use several cores
+};
+
+struct GdnRefOutputs {
+  std::vector<double> o;   // [B, T, HV, V]
+  std::vector<double> hT;  // [B, HV, K, V]
+};
+
+double gdn_default_scale(const GdnShape& shape);
+
+// Step form: S' = exp(g) S; u = beta (v - S'^T k); S = S' + k u^T; o = S^T (scale q).
+GdnRefOutputs gdn_recurrent_ref(const GdnShape& shape, const GdnRefInputs& in,
+                                const GdnRefOptions& opt);
+
+// Intermediates of the chunked algorithm, chunk index n over ceil(T / C) chunks, each padded to C
+// rows (rows past the sequence end are zero). Layout [B, HV, N, ...].
+struct GdnChunkIntermediates {
+  int64_t chunk = 0;
+  int64_t num_chunks = 0;
+  std::vector<double> gamma;         // [B, HV, N, C]     local cumulative gate sums
+  std::vector<double> A;             // [B, HV, N, C, C]  strictly lower diag(beta)(K K^T) .* D
+  std::vector<double> T_inv;         // [B, HV, N, C, C]  (I + A)^-1, the UT transform
+  std::vector<double> W;             // [B, HV, N, C, K]
+  std::vector<double> U0;            // [B, HV, N, C, V]  Tm diag(beta) V
+  std::vector<double> U;             // [B, HV, N, C, V]  U0 - W S0, the "new values"
+  std::vector<double> chunk_states;  // [B, HV, N, K, V]  state entering each chunk
+};
+
+// Chunked form via the UT transform; must agree with gdn_recurrent_ref to ~1e-12.
+GdnRefOutputs gdn_chunked_ref(const GdnShape& shape, const GdnRefInputs& in,
+                              const GdnRefOptions& opt, int64_t chunk,
+                              GdnChunkIntermediates* keep = nullptr);
+
+// Causal (or full) softmax attention: o = softmax(scale q k^T + mask) v.
+// q, k: [B, T, H, D]; v: [B, T, H, Dv]; returns [B, T, H, Dv]. scale 0 means D^-1/2.
+std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
+                                  const double* q, const double* k, const double* v,
+                                  double scale, bool causal);
+
+// One query per sequence against a KV cache of length L.
+// q: [B, H, D]; k_cache: [B, L, H, D]; v_cache: [B, L, H, Dv]; returns [B, H, Dv].
+std::vector<double> attention_decode_ref(int64_t B, int64_t L, int64_t H, int64_t D, int64_t Dv,
+                                         const double* q, const double* k_cache,
+                                         const double* v_cache, double scale);
