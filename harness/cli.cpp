@@ -47,6 +47,7 @@ po::options_description option_description() {
       ("cv-target", s("0.02"), "timing: stop once the coefficient of variation is at or under this")
       ("no-flush", "timing: do not flush L2 before each GPU sample")
       ("graph", "timing: time replays of a CUDA graph of the launch")
+      ("no-ceilings", "run: do not measure the device ceilings first (no fraction columns)")
       ("no-progress", "do not print progress to stderr");
   return d;
 }
@@ -224,7 +225,8 @@ std::string usage_text() {
          "commands:\n"
          "  list      print the variant registry\n"
          "  run       verify every case, then time the ones that pass; write the CSV\n"
-         "  verify    verify only (no timing); exit 1 if any case fails\n\n"
+         "  verify    verify only (no timing); exit 1 if any case fails\n"
+         "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n\n"
          "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error\n\n"
       << option_description();
   return out.str();
@@ -238,8 +240,9 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
     inv.command = "help";
     return inv;
   }
-  if (inv.command != "list" && inv.command != "run" && inv.command != "verify")
-    throw UsageError(fmt::format("unknown command '{}' (use list, run or verify)", inv.command));
+  if (inv.command != "list" && inv.command != "run" && inv.command != "verify" &&
+      inv.command != "ceilings")
+    throw UsageError(fmt::format("unknown command '{}' (use list, run, verify or ceilings)", inv.command));
 
   const po::options_description desc = option_description();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -251,6 +254,10 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
     return inv;
   }
   if (inv.command == "list") return inv;
+  if (inv.command == "ceilings") {
+    inv.out_path = cli_vm["out"].defaulted() ? "reports/ceilings.csv" : opt(cli_vm, "out");
+    return inv;
+  }
 
   inv.suite_path = resolve_suite_path(cli_vm.count("suite") ? cli_vm["suite"].as<std::string>() : "default");
   std::ifstream suite_file(inv.suite_path);
@@ -275,6 +282,7 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
   if (threads < 0) throw UsageError("--threads: must be 0 (all cores) or positive");
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));
   inv.progress = !base.count("no-progress");
+  inv.measure_ceilings = !base.count("no-ceilings");
   inv.timing.warmup = int(parse_int("warmup", opt(base, "warmup")));
   inv.timing.min_samples = int(parse_positive_list("min-samples", opt(base, "min-samples"))[0]);
   inv.timing.max_samples = int(parse_positive_list("max-samples", opt(base, "max-samples"))[0]);

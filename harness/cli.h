@@ -22,12 +22,13 @@ struct Case {
 };
 
 struct Invocation {
-  std::string command;  // list | run | verify | help
+  std::string command;  // list | run | verify | ceilings | help
   std::string suite_path;
   std::string out_path;
   uint64_t seed = 0;
   int cpu_threads = 1;
   bool progress = true;
+  bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
   TimingConfig timing;
   std::vector<Case> cases;
 };

@@ -97,6 +97,14 @@ const std::vector<Column>& columns() {
       {"gbps", [](const M&, const R& r) {
          return r.timing && r.timing->median_ms > 0 ? num(r.bytes / (r.timing->median_ms * 1e6)) : "";
        }},
+      {"ceiling_gbps", [](const M&, const R& r) { return r.ceiling_gbps > 0 ? num(r.ceiling_gbps) : ""; }},
+      {"ceiling_tflops", [](const M&, const R& r) { return r.ceiling_tflops > 0 ? num(r.ceiling_tflops) : ""; }},
+      {"frac_bw", [](const M&, const R& r) {
+         return r.timing && r.ceiling_gbps > 0 ? num(r.bytes / (r.timing->median_ms * 1e6) / r.ceiling_gbps) : "";
+       }},
+      {"frac_flops", [](const M&, const R& r) {
+         return r.timing && r.ceiling_tflops > 0 ? num(r.flops / (r.timing->median_ms * 1e9) / r.ceiling_tflops) : "";
+       }},
       {"peak_device_bytes", [](const M&, const R& r) {
          return r.peak_device_bytes > 0 ? std::to_string(r.peak_device_bytes) : "";
        }},

@@ -28,3 +28,16 @@ GpuInfo query_gpu();
 TimingStats time_gpu_run(VariantRun& run, const TimingConfig& cfg);
 // Fills `elems` elements of type dt at ptr with the poison bits (metrics.h), on the stream.
 void poison_device_buffer(void* ptr, int64_t elems, DType dt, void* stream);
+
+// Measured ceilings of the current device (`gdnbench ceilings`): device-to-device copy bandwidth
+// (bytes read + written per second) and cuBLAS GEMM rates on random data, 8192^3 by default.
+struct Ceilings {
+  bool measured = false;
+  double copy_gbps = 0;
+  double bf16_gemm_tflops = 0;
+  double fp32_gemm_tflops = 0;
+  TimingStats copy, bf16_gemm, fp32_gemm;
+  int64_t copy_bytes = 0, gemm_n = 0;
+};
+Ceilings measure_ceilings(const TimingConfig& cfg, int64_t gemm_n = 8192,
+                          int64_t copy_bytes = int64_t(2) << 30);

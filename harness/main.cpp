@@ -2,6 +2,7 @@
 // Exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -43,6 +44,42 @@ std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta
   }
 }
 
+int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
+  if (!gpu.available) throw std::runtime_error("ceilings need a CUDA device: " + gpu.why_not);
+  TimingConfig cfg;
+  cfg.min_samples = 20;
+  const Ceilings c = measure_ceilings(cfg);
+  struct Line {
+    const char* what;
+    double value;
+    const char* unit;
+    const TimingStats& t;
+  };
+  const Line lines[] = {{"copy", c.copy_gbps, "GB/s (read + write)", c.copy},
+                        {"bf16_gemm", c.bf16_gemm_tflops, "TFLOP/s", c.bf16_gemm},
+                        {"fp32_gemm", c.fp32_gemm_tflops, "TFLOP/s", c.fp32_gemm}};
+  std::string csv = "device,what,value,unit,median_ms,min_ms,cv,samples,size\n";
+  fmt::print("{} ({} SMs, L2 {} MiB)\n", gpu.name, gpu.sm_count, gpu.l2_bytes >> 20);
+  for (const Line& l : lines) {
+    const std::string size = std::string(l.what) == "copy" ? fmt::format("{} bytes", c.copy_bytes)
+                                                           : fmt::format("{}^3", c.gemm_n);
+    fmt::print("{:<10} {:>10.1f} {:<20} median {:.4f} ms, cv {:.3f}, {} samples, {}\n", l.what,
+               l.value, l.unit, l.t.median_ms, l.t.cv, l.t.samples, size);
+    csv += fmt::format("{},{},{:.2f},{},{:.5f},{:.5f},{:.4f},{},{}\n", csv_escape(gpu.name), l.what,
+                       l.value, l.unit, l.t.median_ms, l.t.min_ms, l.t.cv, l.t.samples, size);
+  }
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(out_path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  std::FILE* f = std::fopen(out_path.c_str(), "w");
+  if (!f) throw UsageError(fmt::format("--out: cannot write '{}'", out_path));
+  std::fputs(csv.c_str(), f);
+  std::fclose(f);
+  fmt::print("wrote {}\n", out_path);
+  return 0;
+}
+
 int run_main(const std::vector<std::string>& args) {
   const GpuInfo gpu = query_gpu();
   const Invocation inv = parse_invocation(args, gpu.available);
@@ -54,6 +91,8 @@ int run_main(const std::vector<std::string>& args) {
     print_registry(stdout);
     return 0;
   }
+
+  if (inv.command == "ceilings") return run_ceilings(gpu, inv.out_path);
 
   RunOptions opt;
   opt.timed = inv.command == "run";
@@ -75,6 +114,17 @@ int run_main(const std::vector<std::string>& args) {
   meta.seed = inv.seed;
 
   std::unique_ptr<CsvWriter> csv = open_csv(inv.out_path, meta);
+  const bool any_gpu_case = std::any_of(inv.cases.begin(), inv.cases.end(), [](const Case& c) {
+    return c.variant->backend == Backend::cuda;
+  });
+  if (opt.timed && gpu.available && any_gpu_case && inv.measure_ceilings) {
+    TimingConfig quick = inv.timing;
+    quick.min_samples = 5;
+    quick.max_samples = 20;
+    opt.ceilings = measure_ceilings(quick);
+    fmt::print("ceilings: copy {:.0f} GB/s, bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s\n",
+               opt.ceilings.copy_gbps, opt.ceilings.bf16_gemm_tflops, opt.ceilings.fp32_gemm_tflops);
+  }
   fmt::print("gdnbench {} | suite {} | seed {} | {} cases | {}\n", inv.command, inv.suite_path,
              inv.seed, inv.cases.size(), gpu.available ? gpu.name : "no GPU (" + gpu.why_not + ")");
   const RunSummary summary = execute_cases(inv.cases, opt, [&](const ResultRow& row) { csv->append(row); });

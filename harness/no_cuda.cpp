@@ -18,3 +18,7 @@ TimingStats time_gpu_run(VariantRun&, const TimingConfig&) {
 void poison_device_buffer(void*, int64_t, DType, void*) {
   throw std::runtime_error("built without CUDA: no device buffers");
 }
+
+Ceilings measure_ceilings(const TimingConfig&, int64_t, int64_t) {
+  throw std::runtime_error("built without CUDA: no ceilings to measure");
+}

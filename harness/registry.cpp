@@ -1,5 +1,8 @@
 #include "harness/cpu_variants.h"
 #include "harness/variant.h"
+#ifdef GDNBENCH_HAVE_CUDA
+#include "harness/cuda_variants.h"
+#endif
 
 const char* family_name(Family f) { return f == Family::gdn ? "gdn" : "attention"; }
 const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
@@ -12,6 +15,14 @@ const std::vector<VariantInfo>& variant_registry() {
       {"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true,
        "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
        create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV)"},
+#ifdef GDNBENCH_HAVE_CUDA
+      {"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, "fp32 bf16 fp16",
+       "K, V <= 256", recurrent_unsupported, create_recurrent,
+       "sequential over T, float32 state in registers, grid over (B, HV, V blocks)"},
+      {"attn_naive", Family::attention, Backend::cuda, Precision::tensor_core, false,
+       "fp32 bf16 fp16", "any D; T x T scores must fit", attn_naive_unsupported, create_attn_naive,
+       "causal softmax via cuBLAS GEMMs with T x T scores in memory (quadratic baseline)"},
+#endif
   };
   return table;
 }

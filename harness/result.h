@@ -34,6 +34,8 @@ struct ResultRow {
   double flops = 0;    // documented FLOP count (DESIGN.md section 4)
   double bytes = 0;    // minimum bytes: each input read once, each output written once
   int64_t peak_device_bytes = 0;
+  double ceiling_gbps = 0;    // measured copy bandwidth of the device (GPU rows, run only)
+  double ceiling_tflops = 0;  // measured GEMM rate for the row's dtype (bf16, or fp32 for fp32)
   std::string device;  // where this row ran
 };
 

@@ -87,9 +87,15 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     for (const std::string& p : problems) row.reason += (row.reason.empty() ? "" : "; ") + p;
 
     // A variant is timed only after it verified: a wrong kernel has no speed.
-    if (opt.timed && row.status == Status::pass)
+    if (opt.timed && row.status == Status::pass) {
       row.timing = v.backend == Backend::cpu ? time_cpu_run(*run, opt.timing)
                                              : time_gpu_run(*run, opt.timing);
+      if (v.backend == Backend::cuda && opt.ceilings.measured) {
+        row.ceiling_gbps = opt.ceilings.copy_gbps;
+        row.ceiling_tflops = c.problem.dtype == DType::f32 ? opt.ceilings.fp32_gemm_tflops
+                                                           : opt.ceilings.bf16_gemm_tflops;
+      }
+    }
   } catch (const std::exception& e) {
     row.status = Status::fail;
     row.reason = fmt::format("error: {}", e.what());

@@ -15,6 +15,7 @@ struct RunOptions {
   TimingConfig timing;
   std::string cpu_name;
   GpuInfo gpu;
+  Ceilings ceilings;  // measured before a GPU run; unmeasured: no fraction columns
 };
 
 struct RunSummary {

@@ -1,0 +1,57 @@
+#include "harness/cuda_run.h"
+
+#include <cstring>
+
+#include "harness/gpu_runtime.h"
+#include "harness/metrics.h"
+
+CudaRunBase::CudaRunBase() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+
+CudaRunBase::~CudaRunBase() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+void CudaRunBase::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+DeviceBuffer CudaRunBase::allocate(size_t bytes) {
+  allocated_bytes_ += int64_t(bytes);
+  return DeviceBuffer(bytes);
+}
+
+DeviceBuffer CudaRunBase::upload(const std::vector<float>& host, DType dt) {
+  DeviceBuffer buf = allocate(host.size() * dtype_bytes(dt));
+  if (host.empty()) return buf;
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(buf.get(), host.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  } else {
+    std::vector<uint16_t> bits(host.size());
+    for (size_t i = 0; i < host.size(); ++i)
+      bits[i] = dt == DType::bf16 ? float_to_bf16_bits(host[i]) : float_to_half_bits(host[i]);
+    CUDA_CHECK(cudaMemcpy(buf.get(), bits.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  }
+  return buf;
+}
+
+std::vector<float> CudaRunBase::download(const DeviceBuffer& buf, int64_t n, DType dt) const {
+  std::vector<float> out(n);
+  if (n == 0) return out;
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(out.data(), buf.get(), size_t(n) * 4, cudaMemcpyDeviceToHost));
+    return out;
+  }
+  std::vector<uint16_t> bits(n);
+  CUDA_CHECK(cudaMemcpy(bits.data(), buf.get(), size_t(n) * 2, cudaMemcpyDeviceToHost));
+  const uint16_t poison_bits = dt == DType::bf16 ? kPoisonBitsBf16 : kPoisonBitsF16;
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = bits[i] == poison_bits ? poison_value_f32()
+             : dt == DType::bf16    ? bf16_bits_to_float(bits[i])
+                                    : half_bits_to_float(bits[i]);
+  return out;
+}
+
+void CudaRunBase::poison(const DeviceBuffer& buf, int64_t n, DType dt) {
+  poison_device_buffer(buf.get(), n, dt, stream_);
+}

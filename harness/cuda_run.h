@@ -1,0 +1,29 @@
+// Shared plumbing of GPU runs: a dedicated stream, tracked device allocations (their sum is the
+// run's peak device memory), dtype upload and poison-aware download.
+#pragma once
+#include <vector>
+
+#include "harness/device_buffer.h"
+#include "harness/variant.h"
+
+class CudaRunBase : public VariantRun {
+ public:
+  CudaRunBase();
+  ~CudaRunBase() override;
+  void synchronize() override;
+  int64_t peak_device_bytes() const override { return allocated_bytes_; }
+  void* stream() const override { return stream_; }
+
+ protected:
+  DeviceBuffer allocate(size_t bytes);
+  // Converts host floats (already representable in dt) to dt and copies them to the device.
+  DeviceBuffer upload(const std::vector<float>& host, DType dt);
+  // Reads n elements of type dt back as float; poisoned elements come back as the f32 poison.
+  std::vector<float> download(const DeviceBuffer& buf, int64_t n, DType dt) const;
+  void poison(const DeviceBuffer& buf, int64_t n, DType dt);
+
+  cudaStream_t stream_ = nullptr;
+
+ private:
+  int64_t allocated_bytes_ = 0;
+};

@@ -1,0 +1,139 @@
+#include "harness/cuda_variants.h"
+
+#include <cublas_v2.h>
+
+#include <fmt/format.h>
+
+#include "harness/cuda_run.h"
+#include "kernels/cuda_kernels.h"
+
+namespace {
+
+// Inputs, outputs and the launch parameters of a GDN kernel on the device.
+class CudaGdnRun : public CudaRunBase {
+ public:
+  using Launcher = int (*)(const GdnParams&, cudaStream_t);
+  CudaGdnRun(const Problem& p, const HostInputs& in, Launcher launcher) : launcher_(launcher) {
+    const GdnShape& s = p.shape;
+    dtype_ = p.dtype;
+    q_ = upload(in.q, p.dtype);
+    k_ = upload(in.k, p.dtype);
+    v_ = upload(in.v, p.dtype);
+    g_ = upload(in.g, DType::f32);
+    beta_ = upload(in.beta, DType::f32);
+    h0_ = upload(in.h0, DType::f32);
+    o_elems_ = s.v_elems();
+    ht_elems_ = s.state_elems();
+    o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
+    hT_ = allocate(size_t(ht_elems_) * 4);
+    params_.shape = s;
+    params_.dtype = p.dtype;
+    params_.q = q_.get();
+    params_.k = k_.get();
+    params_.v = v_.get();
+    params_.g = in.g.empty() ? nullptr : g_.as<float>();
+    params_.beta = beta_.as<float>();
+    params_.h0 = in.h0.empty() ? nullptr : h0_.as<float>();
+    params_.o = o_.get();
+    params_.hT = hT_.as<float>();
+    params_.scale = float(p.resolved_scale());
+    params_.use_delta = p.use_delta;
+    params_.chunk = p.chunk;
+  }
+  void poison_outputs() override {
+    poison(o_, o_elems_, dtype_);
+    poison(hT_, ht_elems_, DType::f32);
+  }
+  void launch() override { CUDA_CHECK(cudaError_t(launcher_(params_, stream_))); }
+  RunOutputs read_outputs() override {
+    synchronize();
+    return {download(o_, o_elems_, dtype_), download(hT_, ht_elems_, DType::f32)};
+  }
+
+ private:
+  Launcher launcher_;
+  DType dtype_;
+  GdnParams params_;
+  int64_t o_elems_ = 0, ht_elems_ = 0;
+  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_;
+};
+
+// cuBLAS handle with an explicit workspace, so its memory is counted in the run's peak.
+class CublasHandle {
+ public:
+  CublasHandle() { CUBLAS_CHECK(cublasCreate(&handle_)); }
+  ~CublasHandle() { cublasDestroy(handle_); }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+constexpr size_t kCublasWorkspaceBytes = 32u << 20;
+
+class AttnNaiveRun : public CudaRunBase {
+ public:
+  AttnNaiveRun(const Problem& p, const HostInputs& in) {
+    const GdnShape& s = p.shape;
+    q_ = upload(in.q, p.dtype);
+    k_ = upload(in.k, p.dtype);
+    v_ = upload(in.v, p.dtype);
+    o_elems_ = s.v_elems();
+    o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
+    params_ = AttnParams{p.dtype, s.B, s.T, s.HV, s.K, s.V, q_.get(), k_.get(), v_.get(), o_.get(),
+                         float(p.resolved_scale()), true};
+    workspace_ = allocate(attn_naive_workspace_bytes(params_));
+    cublas_workspace_ = allocate(kCublasWorkspaceBytes);
+    CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_));
+    CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.get(), kCublasWorkspaceBytes));
+  }
+  void poison_outputs() override { poison(o_, o_elems_, params_.dtype); }
+  void launch() override {
+    CUDA_CHECK(cudaError_t(launch_attn_naive(params_, workspace_.get(), cublas_.get(), stream_)));
+  }
+  RunOutputs read_outputs() override {
+    synchronize();
+    return {download(o_, o_elems_, params_.dtype), {}};
+  }
+
+ private:
+  CublasHandle cublas_;
+  AttnParams params_;
+  int64_t o_elems_ = 0;
+  DeviceBuffer q_, k_, v_, o_, workspace_, cublas_workspace_;
+};
+
+std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1ull << 30)); }
+
+}  // namespace
+
+std::optional<std::string> recurrent_unsupported(const Problem& p) {
+  if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim)
+    return fmt::format("K and V must be <= {}", kRecurrentMaxHeadDim);
+  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  return std::nullopt;
+}
+
+std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext&) {
+  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_recurrent);
+}
+
+std::optional<std::string> attn_naive_unsupported(const Problem& p) {
+  const GdnShape& s = p.shape;
+  if (s.T > 46340) return std::string("T * T must fit in a 32-bit cuBLAS dimension product");
+  AttnParams ap{p.dtype, s.B, s.T, s.HV, s.K, s.V};
+  const double e = double(dtype_bytes(p.dtype));
+  const double need = double(attn_naive_workspace_bytes(ap)) + double(kCublasWorkspaceBytes) +
+                      e * double(2 * s.qk_elems() + 2 * s.v_elems());
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need > 0.95 * double(free_bytes))
+    return fmt::format("needs {} (T x T scores), device has {} free", gib(need), gib(double(free_bytes)));
+  return std::nullopt;
+}
+
+std::unique_ptr<VariantRun> create_attn_naive(const Problem& p, const HostInputs& in, const RunContext&) {
+  return std::make_unique<AttnNaiveRun>(p, in);
+}

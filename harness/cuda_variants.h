@@ -1,0 +1,9 @@
+// Registry hooks for the CUDA variants (kernels/*.cu). Compiled only when nvcc is found.
+#pragma once
+#include "harness/variant.h"
+
+std::optional<std::string> recurrent_unsupported(const Problem& p);
+std::unique_ptr<VariantRun> create_recurrent(const Problem&, const HostInputs&, const RunContext&);
+
+std::optional<std::string> attn_naive_unsupported(const Problem& p);
+std::unique_ptr<VariantRun> create_attn_naive(const Problem&, const HostInputs&, const RunContext&);
