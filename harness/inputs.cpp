@@ -1,6 +1,8 @@
 #include "harness/inputs.h"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace {
 
@@ -22,9 +24,17 @@ void l2_normalise_rows(std::vector<float>& x, int64_t row) {
   }
 }
 
+// Counter-based, so the split over threads cannot change a value.
 std::vector<float> normal_tensor(uint64_t seed, uint32_t stream, int64_t n) {
   std::vector<float> x(n);
-  for (int64_t i = 0; i < n; ++i) x[i] = float(counter_normal(seed, stream, i));
+  const int64_t workers = std::clamp<int64_t>(n / (1 << 16), 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t i = n * w / workers; i < n * (w + 1) / workers; ++i)
+        x[i] = float(counter_normal(seed, stream, i));
+    });
+  for (auto& t : pool) t.join();
   return x;
 }
 

@@ -143,7 +143,8 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         !attention_applicability(c.problem)) {
       const GdnShape& s = c.problem.shape;
       attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
-                               ref_in.v.data(), c.problem.resolved_scale(), true);
+                               ref_in.v.data(), c.problem.resolved_scale(), true,
+                               opt.cpu_threads);
       have_attn_ref = true;
     }
     ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "reference/gdn_reference.h"
 
@@ -29,17 +30,24 @@ void attend_one(const double* q, const double* k_base, const double* v_base, int
 
 std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
                                   const double* q, const double* k, const double* v, double scale,
-                                  bool causal) {
+                                  bool causal, int threads) {
   if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
   std::vector<double> o(B * T * H * Dv);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t t = 0; t < T; ++t) {
+  // Query rows are independent: worker w takes rows w, w + n, ... (balanced under the causal mask).
+  const int64_t rows = B * H * T;
+  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < n; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t r = w; r < rows; r += n) {
+        const int64_t t = r % T, h = (r / T) % H, b = r / (T * H);
         const int64_t n_keys = causal ? t + 1 : T;
         attend_one(q + ((b * T + t) * H + h) * D, k + (b * T * H + h) * D,
                    v + (b * T * H + h) * Dv, n_keys, H, D, Dv, scale,
                    o.data() + ((b * T + t) * H + h) * Dv);
       }
+    });
+  for (auto& th : pool) th.join();
   return o;
 }
 

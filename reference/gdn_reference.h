@@ -57,7 +57,7 @@ GdnRefOutputs gdn_chunked_ref(const GdnShape& shape, const GdnRefInputs& in,
 // q, k: [B, T, H, D]; v: [B, T, H, Dv]; returns [B, T, H, Dv]. scale 0 means D^-1/2.
 std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
                                   const double* q, const double* k, const double* v,
-                                  double scale, bool causal);
+                                  double scale, bool causal, int threads = 1);
 
 // One query per sequence against a KV cache of length L.
 // q: [B, H, D]; k_cache: [B, L, H, D]; v_cache: [B, L, H, Dv]; returns [B, H, Dv].

@@ -1,0 +1,359 @@
+// The command line: parse_invocation (lists, suites, grids, precedence, usage errors) and the real
+// gdnbench binary (exit codes, one-line errors, the CSV it writes).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness/cli.h"
+#include "harness/csv.h"
+#include "harness/gpu_runtime.h"
+#include "tests/test_util.h"
+
+namespace {
+
+// A suite file in a temporary directory; an empty suite isolates a test from suites/default.ini.
+struct SuiteFile {
+  testutil::TempDir dir;
+  std::string path;
+  explicit SuiteFile(const std::string& text) : path(dir.file("suite.ini")) { testutil::write_text(path, text); }
+};
+
+Invocation parse(std::vector<std::string> args) { return parse_invocation(args, false); }
+
+std::vector<std::string> with_suite(const SuiteFile& s, std::vector<std::string> args) {
+  args.insert(args.begin() + 1, {"--suite", s.path});
+  return args;
+}
+
+// The CSV written by the binary as header + records keyed by column name.
+struct Csv {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::string cell(size_t row, const std::string& column) const {
+    const size_t i = size_t(std::find(header.begin(), header.end(), column) - header.begin());
+    return i < header.size() && i < rows[row].size() ? rows[row][i] : "<no column " + column + ">";
+  }
+};
+Csv read_csv(const std::string& path) {
+  auto all = testutil::parse_csv(testutil::read_text(path));
+  Csv c;
+  if (all.empty()) return c;
+  c.header = all.front();
+  c.rows.assign(all.begin() + 1, all.end());
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("list and help need no suite", "[cli]") {
+  CHECK(parse({"list"}).command == "list");
+  CHECK(parse({"list"}).cases.empty());
+  CHECK(parse({"--help"}).command == "help");
+  CHECK(parse({"verify", "--help"}).command == "help");
+  CHECK(usage_text().find("verify") != std::string::npos);
+}
+
+TEST_CASE("lists expand to the cartesian product", "[cli]") {
+  const SuiteFile empty("# nothing\n");
+  SECTION("every axis multiplies; the chunk axis only chunked variants") {
+    const Invocation inv = parse(with_suite(empty, {"verify", "--variants", "cpu_recurrent,cpu_chunked",
+                                                    "--T", "1,2,3", "--K", "16,32", "--dtypes", "fp32,bf16",
+                                                    "--chunk", "16,32"}));
+    // 3 T x 2 K x 2 dtypes x (recurrent once + chunked per chunk = 3) = 36.
+    REQUIRE(inv.cases.size() == 36);
+    std::set<std::tuple<int64_t, int64_t, int, std::string, int>> distinct;
+    for (const Case& c : inv.cases) {
+      distinct.insert({c.problem.shape.T, c.problem.shape.K, int(c.problem.dtype), c.variant->name,
+                       c.variant->uses_chunk ? c.problem.chunk : 0});
+      CHECK(c.explicit_variant);
+      CHECK(c.problem.seed == inv.seed);
+    }
+    CHECK(distinct.size() == 36);
+  }
+  SECTION("gate distributions multiply only when the gate is on") {
+    const Invocation inv = parse(with_suite(empty, {"verify", "--variants", "cpu_recurrent", "--T", "4",
+                                                    "--gate", "on,off", "--gate-dist", "logsigmoid,strong"}));
+    CHECK(inv.cases.size() == 3);
+  }
+  SECTION("the remaining axes") {
+    const Invocation inv = parse(with_suite(empty, {"verify", "--variants", "cpu_recurrent", "--B", "1,2",
+                                                    "--V", "8,16,24", "--delta", "on,off", "--h0", "on,off",
+                                                    "--beta-dist", "zero,one"}));
+    CHECK(inv.cases.size() == 2 * 3 * 2 * 2 * 2);
+  }
+  SECTION("auto picks the CPU variants on a machine without a GPU") {
+    const Invocation inv = parse(with_suite(empty, {"verify", "--T", "8"}));
+    REQUIRE(!inv.cases.empty());
+    for (const Case& c : inv.cases) {
+      CHECK(c.variant->backend == Backend::cpu);
+      CHECK_FALSE(c.explicit_variant);
+    }
+  }
+}
+
+TEST_CASE("the command line overrides the suite file", "[cli]") {
+  const SuiteFile suite("variants = cpu_recurrent\nT = 7\nK = 32\nV = 24\ndtypes = bf16\nseed = 99\n"
+                        "threads = 3\n");
+  const Invocation from_suite = parse(with_suite(suite, {"verify"}));
+  REQUIRE(from_suite.cases.size() == 1);
+  CHECK(from_suite.cases[0].problem.shape.T == 7);
+  CHECK(from_suite.seed == 99);
+  CHECK(from_suite.cpu_threads == 3);
+  CHECK(from_suite.suite_path == suite.path);
+
+  const Invocation inv = parse(with_suite(suite, {"verify", "--T", "9,10", "--seed", "5", "--out", "x.csv"}));
+  REQUIRE(inv.cases.size() == 2);
+  for (const Case& c : inv.cases) {
+    CHECK((c.problem.shape.T == 9 || c.problem.shape.T == 10));
+    CHECK(c.problem.shape.K == 32);  // not on the command line: the suite's value
+    CHECK(c.problem.shape.V == 24);
+    CHECK(c.problem.dtype == DType::bf16);
+    CHECK(c.problem.seed == 5);
+  }
+  CHECK(inv.seed == 5);
+  CHECK(inv.out_path == "x.csv");
+}
+
+TEST_CASE("grid lines in a suite give their own cases; the command line still wins", "[cli]") {
+  const SuiteFile suite("variants = cpu_recurrent\nK = 48\nV = 8\n"
+                        "grid = --T 5 --K 16\n"
+                        "grid = --T 3,4\n");
+  const Invocation inv = parse(with_suite(suite, {"verify"}));
+  std::multiset<std::pair<int64_t, int64_t>> tk;
+  for (const Case& c : inv.cases) {
+    tk.insert({c.problem.shape.T, c.problem.shape.K});
+    CHECK(c.problem.shape.V == 8);  // suite settings reach into every grid
+  }
+  CHECK(tk == std::multiset<std::pair<int64_t, int64_t>>{{5, 16}, {3, 48}, {4, 48}});
+
+  const Invocation over = parse(with_suite(suite, {"verify", "--T", "11"}));
+  std::multiset<std::pair<int64_t, int64_t>> tk2;
+  for (const Case& c : over.cases) tk2.insert({c.problem.shape.T, c.problem.shape.K});
+  CHECK(tk2 == std::multiset<std::pair<int64_t, int64_t>>{{11, 16}, {11, 48}});
+
+  const Invocation over_k = parse(with_suite(suite, {"verify", "--K", "64"}));
+  for (const Case& c : over_k.cases) CHECK(c.problem.shape.K == 64);
+  CHECK(over_k.cases.size() == 3);
+}
+
+TEST_CASE("HV omitted means HV = H; HV must be a multiple of H", "[cli]") {
+  const SuiteFile empty("");
+  const Invocation inv = parse(with_suite(empty, {"verify", "--variants", "cpu_recurrent", "--H", "1,3"}));
+  REQUIRE(inv.cases.size() == 2);
+  for (const Case& c : inv.cases) CHECK(c.problem.shape.HV == c.problem.shape.H);
+  const Invocation gva = parse(with_suite(empty, {"verify", "--variants", "cpu_recurrent", "--H", "1,2", "--HV", "4"}));
+  REQUIRE(gva.cases.size() == 2);
+  for (const Case& c : gva.cases) CHECK(c.problem.shape.HV == 4);
+  CHECK_THROWS_AS(parse(with_suite(empty, {"verify", "--H", "2", "--HV", "3"})), UsageError);
+}
+
+TEST_CASE("list helpers", "[cli]") {
+  CHECK(split_list("1, 2,,3 ") == std::vector<std::string>{"1", "2", "3"});
+  CHECK(split_list("").empty());
+  CHECK(parse_positive_list("T", "1,64,4096") == std::vector<int64_t>{1, 64, 4096});
+  CHECK_THROWS_AS(parse_positive_list("T", ""), UsageError);
+  CHECK_THROWS_AS(parse_positive_list("T", "5x"), UsageError);
+  CHECK_THROWS_AS(parse_positive_list("T", "1e3"), UsageError);
+  CHECK_THROWS_AS(parse_positive_list("T", "99999999999999999999999"), UsageError);
+  CHECK(resolve_suite_path("smoke").find("smoke.ini") != std::string::npos);
+}
+
+namespace {
+// Mistakes of the user: each is a UsageError from parse_invocation and exit code 2 from the binary.
+struct BadInput {
+  const char* what;
+  std::vector<std::string> args;  // after the command; "{suite}" is replaced by an empty suite
+};
+const std::vector<BadInput>& bad_inputs() {
+  static const std::vector<BadInput> list = {
+      {"unknown flag", {"verify", "--suite", "{suite}", "--bogus", "1"}},
+      {"unknown variant", {"verify", "--suite", "{suite}", "--variants", "cpu_recurrent,warp_drive"}},
+      {"missing suite file", {"verify", "--suite", "/nonexistent/dir/suite.ini"}},
+      {"missing suite name", {"verify", "--suite", "no_such_suite_anywhere"}},
+      {"non-numeric size", {"verify", "--suite", "{suite}", "--T", "abc"}},
+      {"non-positive size", {"verify", "--suite", "{suite}", "--K", "0"}},
+      {"negative size", {"verify", "--suite", "{suite}", "--V", "-4"}},
+      {"empty list", {"verify", "--suite", "{suite}", "--T", ","}},
+      {"HV not a multiple of H", {"verify", "--suite", "{suite}", "--H", "2", "--HV", "3"}},
+      {"unknown dtype", {"verify", "--suite", "{suite}", "--dtypes", "fp8"}},
+      {"bad on/off", {"verify", "--suite", "{suite}", "--h0", "maybe"}},
+      {"unknown gate distribution", {"verify", "--suite", "{suite}", "--gate-dist", "gentle"}},
+      {"flag given twice", {"verify", "--suite", "{suite}", "--T", "5", "--T", "6"}},
+      {"unknown command", {"frobnicate"}},
+      {"no command", {}},
+  };
+  return list;
+}
+std::vector<std::string> substitute(std::vector<std::string> args, const std::string& suite) {
+  for (std::string& a : args)
+    if (a == "{suite}") a = suite;
+  return args;
+}
+}  // namespace
+
+TEST_CASE("bad input is a UsageError", "[cli][errors]") {
+  const SuiteFile empty("");
+  for (const BadInput& b : bad_inputs()) {
+    INFO(b.what);
+    CHECK_THROWS_AS(parse(substitute(b.args, empty.path)), UsageError);
+  }
+  SECTION("bad lines inside a suite file") {
+    const SuiteFile unknown_key("warp = 9\n");
+    CHECK_THROWS_AS(parse(with_suite(unknown_key, {"verify"})), UsageError);
+    const SuiteFile bad_grid("grid = --T 5 --bogus 2\n");
+    CHECK_THROWS_AS(parse(with_suite(bad_grid, {"verify"})), UsageError);
+    const SuiteFile bad_value("T = 0\n");
+    CHECK_THROWS_AS(parse(with_suite(bad_value, {"verify"})), UsageError);
+    const SuiteFile twice("T = 5\nT = 6\n");
+    CHECK_THROWS_AS(parse(with_suite(twice, {"verify"})), UsageError);
+    const SuiteFile grid_twice("grid = --T 5 --T 6\n");
+    CHECK_THROWS_AS(parse(with_suite(grid_twice, {"verify"})), UsageError);
+  }
+}
+
+TEST_CASE("the binary: bad input exits 2 with one line on stderr", "[cli][errors][binary]") {
+  const SuiteFile empty("");
+  std::vector<std::pair<std::string, std::string>> cases;  // (what, shell args)
+  for (const BadInput& b : bad_inputs()) {
+    std::string args;
+    for (const std::string& a : substitute(b.args, empty.path)) args += " '" + a + "'";
+    cases.push_back({b.what, args});
+  }
+  cases.push_back({"unwritable --out", " verify --suite '" + empty.path +
+                                           "' --variants cpu_recurrent --T 3 --K 8 --V 8 --out /proc/forbidden/x.csv"});
+  const SuiteFile twice("T = 5\nT = 6\n");
+  cases.push_back({"suite key given twice", " verify --suite '" + twice.path + "' --variants cpu_recurrent"});
+  for (const auto& [what, args] : cases) {
+    INFO(what << ": gdnbench" << args);
+    const testutil::ProcessResult r = testutil::run_gdnbench(args);
+    INFO("stderr: " << r.err);
+    CHECK(r.exit_code == 2);
+    const std::vector<std::string> lines = r.err_lines();
+    CHECK(lines.size() == 1);
+    if (!lines.empty()) CHECK(lines[0].rfind("gdnbench: error: ", 0) == 0);
+  }
+}
+
+TEST_CASE("the binary: list and help", "[cli][binary]") {
+  const testutil::ProcessResult list = testutil::run_gdnbench("list");
+  CHECK(list.exit_code == 0);
+  CHECK(list.err.empty());
+  for (const VariantInfo& v : variant_registry()) {
+    INFO("variant " << v.name);
+    CHECK(list.out.find(v.name) != std::string::npos);
+  }
+  const testutil::ProcessResult help = testutil::run_gdnbench("--help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("usage: gdnbench") != std::string::npos);
+}
+
+TEST_CASE("the binary: verify --suite smoke passes and writes the schema's CSV", "[cli][binary]") {
+  testutil::TempDir dir;
+  const std::string out = dir.file("smoke.csv");
+  // suites/smoke.ini when it exists; otherwise an equivalent small suite.
+  std::string suite = "smoke";
+  const bool have_smoke = std::filesystem::exists(std::string(GDNBENCH_SOURCE_DIR) + "/suites/smoke.ini");
+  if (!have_smoke) {
+    suite = dir.file("smoke.ini");
+    testutil::write_text(suite, "dtypes = fp32,bf16,fp16\nH = 1\nHV = 2\nK = 32\nV = 48\n"
+                                "T = 1,31,32,33,100\nchunk = 32\nh0 = off,on\n");
+  }
+  INFO("suite " << suite);
+  const testutil::ProcessResult r =
+      testutil::run_gdnbench("verify --suite '" + suite + "' --no-progress --threads 2 --out '" + out + "'");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  const std::string text = testutil::read_text(out);
+  REQUIRE(!text.empty());
+  CHECK(text.substr(0, text.find('\n') + 1) == csv_header_line());
+
+  // One row per case of the same invocation, each as wide as the header.
+  const Invocation inv = parse_invocation({"verify", "--suite", suite}, query_gpu().available);
+  const Csv csv = read_csv(out);
+  CHECK(csv.rows.size() == inv.cases.size());
+  const std::string run_id = csv.rows.empty() ? "" : csv.cell(0, "run_id");
+  for (size_t i = 0; i < csv.rows.size(); ++i) {
+    INFO("row " << i);
+    CHECK(csv.rows[i].size() == csv.header.size());
+    const std::string st = csv.cell(i, "status");
+    CHECK((st == "PASS" || st == "SKIPPED"));
+    CHECK(csv.cell(i, "command") == "verify");
+    CHECK(csv.cell(i, "run_id") == run_id);
+    CHECK(csv.cell(i, "samples") == "");  // verify never times
+  }
+  CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
+}
+
+TEST_CASE("the binary: an unsupported chunk gives a SKIPPED row and exit 0", "[cli][binary]") {
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("skip.csv");
+  const testutil::ProcessResult r = testutil::run_gdnbench(
+      "verify --suite '" + empty.path + "' --variants cpu_chunked --chunk 48 --T 5 --K 16 --V 16 "
+      "--no-progress --out '" + out + "'");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  const Csv csv = read_csv(out);
+  REQUIRE(csv.rows.size() == 1);
+  CHECK(csv.cell(0, "status") == "SKIPPED");
+  CHECK(csv.cell(0, "chunk") == "48");
+  CHECK(csv.cell(0, "reason").find("48") != std::string::npos);
+  CHECK(csv.cell(0, "o_rel_l2") == "");
+}
+
+TEST_CASE("the binary: verify exits 1 when a check fails", "[cli][binary]") {
+  // No mutation hook exists to break a kernel on purpose. An honest failure instead: with
+  // --scale 1e9 the exact outputs (|o| ~ 1e8) do not fit in fp16 (max 65504), so the kernel
+  // writes inf where the float64 reference is finite: a non-finite output fails the check.
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("fail.csv");
+  const testutil::ProcessResult r = testutil::run_gdnbench(
+      "verify --suite '" + empty.path + "' --variants cpu_recurrent,cpu_chunked --dtypes fp16 "
+      "--scale 1e9 --h0 on --T 9 --K 16 --V 16 --no-progress --out '" + out + "'");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 1);
+  const Csv csv = read_csv(out);
+  REQUIRE(csv.rows.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(csv.cell(i, "status") == "FAIL");
+    CHECK(std::stoll(csv.cell(i, "o_nan")) > 0);
+    CHECK(csv.cell(i, "reason").find("non-finite") != std::string::npos);
+  }
+}
+
+TEST_CASE("the binary: a fixed seed reproduces the run", "[cli][binary]") {
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const uint64_t seed = testutil::fresh_seed() >> 1;
+  INFO("seed " << seed);
+  const std::string args = "verify --suite '" + empty.path + "' --variants cpu_chunked --T 40 --K 16 "
+                           "--V 24 --chunk 16 --h0 on --no-progress --seed " + std::to_string(seed) + " --out ";
+  const testutil::ProcessResult a = testutil::run_gdnbench(args + "'" + dir.file("a.csv") + "'");
+  const testutil::ProcessResult b = testutil::run_gdnbench(args + "'" + dir.file("b.csv") + "'");
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  const Csv ca = read_csv(dir.file("a.csv")), cb = read_csv(dir.file("b.csv"));
+  REQUIRE(ca.rows.size() == 1);
+  REQUIRE(cb.rows.size() == 1);
+  CHECK(ca.cell(0, "seed") == std::to_string(seed));
+  for (const char* col : {"o_rel_l2", "o_max_abs", "o_worst_index", "ht_rel_l2", "ht_worst_index"}) {
+    INFO("column " << col);
+    CHECK(ca.cell(0, col) == cb.cell(0, col));
+  }
+}
+
+TEST_CASE("the binary: ceilings without a GPU is a runtime error", "[cli][binary]") {
+  if (query_gpu().available) {
+    WARN("a GPU is present: `ceilings` would measure it; nothing to check here");
+    return;
+  }
+  const testutil::ProcessResult r = testutil::run_gdnbench("ceilings --out /tmp/gdnbench_unused_ceilings.csv");
+  CHECK(r.exit_code == 3);
+  CHECK(r.err_lines().size() == 1);
+}
