@@ -532,6 +532,10 @@ TEST_CASE("causal and non-causal attention agree on the last row; decode equals 
   const std::vector<double> dec = attention_decode_ref(B, T, H, D, Dv, q_last.data(), d.k.data(), d.v.data(), 0.0);
   CHECK(rel_l2(dec, causal_last) <= 1e-14);
 
+  // Threads split the query rows; the result does not change.
+  const std::vector<double> threaded = attention_ref(B, T, H, D, Dv, q.data(), d.k.data(), d.v.data(), 0.0, true, 3);
+  CHECK(threaded == causal);
+
   // Each causal row t equals attention over the prefix [0, t] alone.
   const int64_t t = T / 2;
   const std::vector<double> qp = testutil::slice_tokens(q, B, T, H * D, 0, t + 1);

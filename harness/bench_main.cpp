@@ -1,0 +1,90 @@
+// gdnbench_bench: a Google Benchmark front end over the same registry and timing engine, so
+// --benchmark_filter, --benchmark_format and --benchmark_out work as users expect. Each variant is
+// verified against the float64 reference before its first timed iteration; a failing variant is
+// reported as an error, never timed. Iteration time is manual: one L2-flushed event-timed
+// sample (GPU) or one host-timed run (CPU) per iteration.
+#include <benchmark/benchmark.h>
+
+#include <fmt/format.h>
+
+#include <thread>
+
+#include "harness/gpu_runtime.h"
+#include "harness/runner.h"
+
+namespace {
+
+void bench_case(benchmark::State& state, const VariantInfo* variant, Problem problem) {
+  RunOptions opt;
+  opt.cpu_threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  opt.gpu = query_gpu();
+  opt.cpu_name = cpu_model_name();
+  const HostInputs inputs = make_inputs(problem);
+  const RefInputsF64 ref_in = to_f64(inputs);
+  GdnRefOutputs gdn_ref;
+  std::vector<double> attn_ref;
+  const GdnShape& s = problem.shape;
+  if (variant->family == Family::gdn) {
+    GdnRefOptions ro;
+    ro.scale = problem.resolved_scale();
+    ro.use_delta = problem.use_delta;
+    ro.threads = opt.cpu_threads;
+    gdn_ref = gdn_recurrent_ref(s, ref_in.view(), ro);
+  } else {
+    attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
+                             ref_in.v.data(), problem.resolved_scale(), true, opt.cpu_threads);
+  }
+  const ResultRow verdict = run_case(Case{problem, variant, true}, inputs, gdn_ref, attn_ref, opt);
+  if (verdict.status != Status::pass) {
+    state.SkipWithError((std::string(status_name(verdict.status)) + ": " + verdict.reason).c_str());
+    return;
+  }
+  RunContext ctx;
+  ctx.cpu_threads = opt.cpu_threads;
+  std::unique_ptr<VariantRun> run = variant->create(problem, inputs, ctx);
+  TimingConfig one;
+  one.warmup = 0;
+  one.min_samples = one.max_samples = 1;
+  for (int i = 0; i < 2; ++i) run->launch();  // warm-up
+  run->synchronize();
+  for (auto _ : state) {
+    const TimingStats t = variant->backend == Backend::cuda ? time_gpu_run(*run, one) : time_cpu_run(*run, one);
+    state.SetIterationTime(t.median_ms * 1e-3);
+  }
+  const bool is_gdn = variant->family == Family::gdn;
+  const double flops = is_gdn ? gdn_flops(problem) : attention_flops(problem);
+  const double bytes = is_gdn ? gdn_min_bytes(problem) : attention_min_bytes(problem);
+  state.counters["TFLOP"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool gpu = query_gpu().available;
+  // GPU: the production head size over T; CPU: a small shape so the front end runs anywhere.
+  const std::vector<int64_t> Ts = gpu ? std::vector<int64_t>{1024, 4096, 16384} : std::vector<int64_t>{256, 1024};
+  const GdnShape base = gpu ? GdnShape{1, 0, 32, 32, 128, 128} : GdnShape{1, 0, 2, 2, 64, 64};
+  for (const VariantInfo& v : variant_registry()) {
+    if ((v.backend == Backend::cuda) != gpu) continue;
+    for (DType dt : {DType::bf16, DType::f32})
+      for (int64_t T : Ts) {
+        Problem p;
+        p.shape = base;
+        p.shape.T = T;
+        p.dtype = dt;
+        p.seed = 0x5EED;
+        if (v.unsupported(p)) continue;
+        benchmark::RegisterBenchmark(fmt::format("{}/{}/B{}_T{}_H{}_K{}_V{}", v.name, dtype_name(dt),
+                                                 p.shape.B, T, p.shape.H, p.shape.K, p.shape.V).c_str(),
+                                     bench_case, &v, p)
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
+      }
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
