@@ -9,11 +9,14 @@
 
 namespace {
 
-// Inputs, outputs and the launch parameters of a GDN kernel on the device.
+// Inputs, outputs, workspace and the launch parameters of a GDN kernel on the device.
 class CudaGdnRun : public CudaRunBase {
  public:
-  using Launcher = int (*)(const GdnParams&, cudaStream_t);
-  CudaGdnRun(const Problem& p, const HostInputs& in, Launcher launcher) : launcher_(launcher) {
+  using Launcher = int (*)(const GdnParams&, void* workspace, cudaStream_t);
+  using WorkspaceBytes = size_t (*)(const GdnParams&);
+  CudaGdnRun(const Problem& p, const HostInputs& in, Launcher launcher,
+             WorkspaceBytes workspace_bytes = nullptr)
+      : launcher_(launcher) {
     const GdnShape& s = p.shape;
     dtype_ = p.dtype;
     q_ = upload(in.q, p.dtype);
@@ -39,12 +42,13 @@ class CudaGdnRun : public CudaRunBase {
     params_.scale = float(p.resolved_scale());
     params_.use_delta = p.use_delta;
     params_.chunk = p.chunk;
+    if (workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
   }
   void poison_outputs() override {
     poison(o_, o_elems_, dtype_);
     poison(hT_, ht_elems_, DType::f32);
   }
-  void launch() override { CUDA_CHECK(cudaError_t(launcher_(params_, stream_))); }
+  void launch() override { CUDA_CHECK(cudaError_t(launcher_(params_, workspace_.get(), stream_))); }
   RunOutputs read_outputs() override {
     synchronize();
     return {download(o_, o_elems_, dtype_), download(hT_, ht_elems_, DType::f32)};
@@ -55,7 +59,7 @@ class CudaGdnRun : public CudaRunBase {
   DType dtype_;
   GdnParams params_;
   int64_t o_elems_ = 0, ht_elems_ = 0;
-  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_;
+  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_, workspace_;
 };
 
 // cuBLAS handle with an explicit workspace, so its memory is counted in the run's peak.

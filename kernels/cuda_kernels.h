@@ -12,7 +12,8 @@ typedef struct cublasContext* cublasHandle_t;
 
 // recurrent: K and V up to 256.
 constexpr int64_t kRecurrentMaxHeadDim = 256;
-int launch_gdn_recurrent(const GdnParams& p, cudaStream_t stream);
+// recurrent needs no workspace (pass nullptr).
+int launch_gdn_recurrent(const GdnParams& p, void* workspace, cudaStream_t stream);
 
 // attn_naive: causal softmax attention through cuBLAS with the T x T scores in memory.
 struct AttnParams {

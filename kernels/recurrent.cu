@@ -127,7 +127,7 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-int launch_gdn_recurrent(const GdnParams& p, cudaStream_t stream) {
+int launch_gdn_recurrent(const GdnParams& p, void* /*workspace*/, cudaStream_t stream) {
   if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim) return int(cudaErrorInvalidValue);
   if (p.shape.HV > 65535 || p.shape.B > 65535) return int(cudaErrorInvalidValue);
   switch (p.dtype) {
