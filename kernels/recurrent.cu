@@ -1,12 +1,15 @@
 // recurrent: the step form of DESIGN.md section 1 on the GPU, sequential over T.
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
 // Work split: one block per (b, hv, 128/kSplit value columns). A group of kSplit consecutive lanes
-// owns one value column j: lane r holds state rows i = r + kSplit * n, n < 32, in registers
-// (float32, 32 per lane), so K <= 32 * kSplit; rows past K stay zero. Both reductions over K
-// (S^T k and S^T q) are 32 in-register FMAs plus log2(kSplit) shuffles.
-// Tokens are staged through shared memory kTile at a time: q and k (float, [kTile][kSplit*32])
+// owns one value column j: lane r holds state rows i = r + kSplit * n, n < kRows, in registers
+// (float32), so K <= kRows * kSplit; rows past K stay zero. Both reductions over K (S^T k and
+// S^T q) are kRows in-register FMAs plus log2(kSplit) shuffles.
+// Two shapes of the same kernel: long sequences take kRows = 16 (twice the lanes per column:
+// shorter dependent chains per step, twice the warps in flight); short ones (decode) take
+// kRows = 32, so a warp reads 8 consecutive state columns (full 32-byte sectors) of each row.
+// Tokens are staged through shared memory kTile at a time: q and k (float, [kTile][kSplit*kRows])
 // shared by all columns of the block, v for the block's columns, g and beta.
-// Budget: kSplit = 8 (K <= 256): 2 * 16 * 256 * 4 B = 32 KiB for q, k + 16 * 16 * 4 B for v = 33 KiB.
+// Budget: K <= 256: 2 * 16 * 256 * 4 B = 32 KiB for q, k + at most 16 * 32 * 4 B for v = 34 KiB.
 // Rounds: float32 arithmetic and state; o rounded to the input dtype once; hT float32.
 // Differs from the CPU recurrent only in summation order.
 #include <cuda_runtime.h>
@@ -17,10 +20,10 @@
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kRowsPerLane = 32;
+constexpr int64_t kLongSequence = 256;  // from here on the kRows = 16 shape is used
 constexpr int kTile = 16;
 
-template <typename T, int kSplit>
+template <typename T, int kSplit, int kRowsPerLane>
 __global__ void __launch_bounds__(kThreads, 4)
 gdn_recurrent_kernel(const GdnParams p) {
   constexpr int kCols = kThreads / kSplit;  // value columns per block
@@ -119,9 +122,15 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
     const int cols = kThreads / split;
     return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
   };
-  if (K <= 64) gdn_recurrent_kernel<T, 2><<<grid_for(2), kThreads, 0, stream>>>(p);
-  else if (K <= 128) gdn_recurrent_kernel<T, 4><<<grid_for(4), kThreads, 0, stream>>>(p);
-  else gdn_recurrent_kernel<T, 8><<<grid_for(8), kThreads, 0, stream>>>(p);
+  if (p.shape.T >= kLongSequence) {
+    if (K <= 64) gdn_recurrent_kernel<T, 4, 16><<<grid_for(4), kThreads, 0, stream>>>(p);
+    else if (K <= 128) gdn_recurrent_kernel<T, 8, 16><<<grid_for(8), kThreads, 0, stream>>>(p);
+    else gdn_recurrent_kernel<T, 16, 16><<<grid_for(16), kThreads, 0, stream>>>(p);
+  } else {
+    if (K <= 64) gdn_recurrent_kernel<T, 2, 32><<<grid_for(2), kThreads, 0, stream>>>(p);
+    else if (K <= 128) gdn_recurrent_kernel<T, 4, 32><<<grid_for(4), kThreads, 0, stream>>>(p);
+    else gdn_recurrent_kernel<T, 8, 32><<<grid_for(8), kThreads, 0, stream>>>(p);
+  }
   return cudaGetLastError();
 }
 

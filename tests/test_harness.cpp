@@ -415,11 +415,16 @@ TEST_CASE("metrics: NaN and inf are counted, poison is unwritten", "[harness][me
     CHECK_FALSE(m.finite_ok());
     CHECK(m.rel_l2 == INFINITY);
   }
-  SECTION("a partial comparison never looks good, err_vs_floor included") {
-    // 0.1 is not exact in float32, so the floor is non-zero.
-    const std::vector<double> r = {0.1, 0.2, 0.3};
-    const std::vector<float> got = {0.1f, poison, 0.3f};
-    const TensorMetrics m = compare_to_reference(got, r, DType::f32);
+}
+
+TEST_CASE("metrics: a partial comparison never looks good, err_vs_floor included", "[harness][metrics]") {
+  // rel_l2 becomes inf when an element is unwritten or non-finite; err_vs_floor = rel_l2 / floor
+  // must follow, or a FAIL row shows o_err_vs_floor ~ 1 (an ideal kernel) next to o_rel_l2 = inf.
+  // 0.1 is not exact in float32, so the floor is non-zero.
+  const std::vector<double> r = {0.1, 0.2, 0.3};
+  for (float bad : {poison_value_f32(), std::nanf(""), INFINITY}) {
+    INFO("bad element bits " << std::hex << float_bits(bad));
+    const TensorMetrics m = compare_to_reference({0.1f, bad, 0.3f}, r, DType::f32);
     REQUIRE(m.floor_rel_l2 > 0.0);
     CHECK(m.rel_l2 == INFINITY);
     CHECK(m.err_vs_floor == INFINITY);
