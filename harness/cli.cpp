@@ -109,6 +109,15 @@ po::parsed_options parse_tokens(const std::vector<std::string>& tokens,
   }
 }
 
+// po::store rejects e.g. an option given twice; that is the user's mistake, not a crash.
+void store_or_usage(const po::parsed_options& parsed, po::variables_map& vm, const char* where) {
+  try {
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw UsageError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
 std::vector<std::string> split_whitespace(const std::string& s) {
   std::istringstream in(s);
   std::vector<std::string> out;
@@ -248,7 +257,7 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   const po::parsed_options cli = parse_tokens(rest, desc, "command line");
   po::variables_map cli_vm;
-  po::store(cli, cli_vm);
+  store_or_usage(cli, cli_vm, "command line");
   if (cli_vm.count("help")) {
     inv.command = "help";
     return inv;
@@ -272,8 +281,8 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
 
   // Settings that are not axes come from command line > suite > default.
   po::variables_map base;
-  po::store(cli, base);
-  po::store(suite, base);
+  store_or_usage(cli, base, "command line");
+  store_or_usage(suite, base, inv.suite_path.c_str());
   const std::string seed_text = opt(base, "seed");
   inv.seed = seed_text == "random" ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                                    : uint64_t(parse_int("seed", seed_text));
@@ -298,10 +307,11 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
   if (base.count("grid")) grids = base["grid"].as<std::vector<std::string>>();
   if (grids.empty()) grids.push_back("");
   for (const std::string& g : grids) {
+    const std::string where = fmt::format("grid '{}'", g);
     po::variables_map vm;
-    po::store(cli, vm);
-    po::store(parse_tokens(split_whitespace(g), desc, fmt::format("grid '{}'", g).c_str()), vm);
-    po::store(suite, vm);
+    store_or_usage(cli, vm, "command line");
+    store_or_usage(parse_tokens(split_whitespace(g), desc, where.c_str()), vm, where.c_str());
+    store_or_usage(suite, vm, inv.suite_path.c_str());
     expand_grid(vm, cuda_available, inv.seed, inv.cases);
   }
   return inv;
