@@ -171,6 +171,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
         if (!variant->uses_chunk && ci > 0) break;  // the chunk axis only multiplies chunked variants
         if (!gate && gd != gate_dists.front()) continue;  // no gate: the gate distribution is moot
+        if (!delta && bd != beta_dists.front()) continue;  // no delta term: beta is unused
         Problem p;
         p.shape = GdnShape{B, T, H, HV, K, V};
         p.dtype = dt;

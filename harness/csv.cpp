@@ -62,8 +62,12 @@ const std::vector<Column>& columns() {
       {"delta", [](const M&, const R& r) { return onoff(r.problem.use_delta); }},
       {"h0", [](const M&, const R& r) { return onoff(r.problem.use_h0); }},
       {"scale", [](const M&, const R& r) { return num(r.problem.resolved_scale()); }},
-      {"gate_dist", [](const M&, const R& r) { return std::string(gate_dist_name(r.problem.gate_dist)); }},
-      {"beta_dist", [](const M&, const R& r) { return std::string(beta_dist_name(r.problem.beta_dist)); }},
+      {"gate_dist", [](const M&, const R& r) {
+         return std::string(r.problem.use_gate ? gate_dist_name(r.problem.gate_dist) : "none");
+       }},
+      {"beta_dist", [](const M&, const R& r) {
+         return std::string(r.problem.use_delta ? beta_dist_name(r.problem.beta_dist) : "none");
+       }},
       {"distributions", [](const M&, const R& r) { return r.problem.distributions(); }},
       {"status", [](const M&, const R& r) { return std::string(status_name(r.status)); }},
       {"reason", [](const M&, const R& r) { return r.reason; }},

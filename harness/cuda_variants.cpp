@@ -124,6 +124,31 @@ std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs&
   return std::make_unique<CudaGdnRun>(p, in, launch_gdn_recurrent);
 }
 
+std::optional<std::string> chunked_unsupported(const Problem& p) {
+  if (p.shape.K > kChunkedMaxHeadDim || p.shape.V > kChunkedMaxHeadDim)
+    return fmt::format("K and V must be <= {}", kChunkedMaxHeadDim);
+  if (p.chunk != 16 && p.chunk != 32 && p.chunk != 64)
+    return fmt::format("chunk {} not supported (16, 32, 64)", p.chunk);
+  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  GdnParams gp;
+  gp.shape = p.shape;
+  gp.chunk = p.chunk;
+  const GdnShape& s = p.shape;
+  const double need = double(gdn_chunked_workspace_bytes(gp)) +
+                      double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()) +
+                      4.0 * double(2 * s.gate_elems() + 2 * s.state_elems());
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need > 0.95 * double(free_bytes))
+    return fmt::format("needs {} (float32 intermediates of every chunk), device has {} free", gib(need),
+                       gib(double(free_bytes)));
+  return std::nullopt;
+}
+
+std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& in, const RunContext&) {
+  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_chunked, gdn_chunked_workspace_bytes);
+}
+
 std::optional<std::string> attn_naive_unsupported(const Problem& p) {
   const GdnShape& s = p.shape;
   if (s.T > 46340) return std::string("T * T must fit in a 32-bit cuBLAS dimension product");

@@ -5,5 +5,8 @@
 std::optional<std::string> recurrent_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_recurrent(const Problem&, const HostInputs&, const RunContext&);
 
+std::optional<std::string> chunked_unsupported(const Problem& p);
+std::unique_ptr<VariantRun> create_chunked(const Problem&, const HostInputs&, const RunContext&);
+
 std::optional<std::string> attn_naive_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_attn_naive(const Problem&, const HostInputs&, const RunContext&);

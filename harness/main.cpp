@@ -15,9 +15,7 @@
 #include "harness/runner.h"
 #include "harness/table.h"
 
-#ifndef GDNBENCH_GIT_SHA
-#define GDNBENCH_GIT_SHA "unknown"
-#endif
+#include "git_sha.h"  // generated at build time
 
 namespace {
 

@@ -36,8 +36,8 @@ TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vec
   }
   const double denom = ref2 > 0.0 ? std::sqrt(ref2) : 1.0;
   m.rel_l2 = std::sqrt(err2) / denom;
+  if (!m.finite_ok()) m.rel_l2 = INFINITY;  // never let a partial comparison look good
   m.floor_rel_l2 = std::sqrt(floor2) / denom;
   m.err_vs_floor = m.floor_rel_l2 > 0.0 ? m.rel_l2 / m.floor_rel_l2 : (m.rel_l2 == 0.0 ? 0.0 : INFINITY);
-  if (!m.finite_ok()) m.rel_l2 = INFINITY;  // never let a partial comparison look good
   return m;
 }

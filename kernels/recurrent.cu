@@ -9,6 +9,7 @@
 // kRows = 32, so a warp reads 8 consecutive state columns (full 32-byte sectors) of each row.
 // Tokens are staged through shared memory kTile at a time: q and k (float, [kTile][kSplit*kRows])
 // shared by all columns of the block, v for the block's columns, g and beta.
+// Registers: 80 (kRows = 16, 6 blocks per SM) and 96-128 (kRows = 32, 4 blocks per SM), no spills.
 // Budget: K <= 256: 2 * 16 * 256 * 4 B = 32 KiB for q, k + at most 16 * 32 * 4 B for v = 34 KiB.
 // Rounds: float32 arithmetic and state; o rounded to the input dtype once; hT float32.
 // Differs from the CPU recurrent only in summation order.
@@ -20,11 +21,15 @@
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int64_t kLongSequence = 256;  // from here on the kRows = 16 shape is used
+// From this T on the kRows = 16 shape is used (overridable at build time for experiments).
+#ifndef GDN_RECURRENT_LONG_FROM
+#define GDN_RECURRENT_LONG_FROM 256
+#endif
+constexpr int64_t kLongSequence = GDN_RECURRENT_LONG_FROM;
 constexpr int kTile = 16;
 
 template <typename T, int kSplit, int kRowsPerLane>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(kThreads, kRowsPerLane == 16 ? 6 : 4)
 gdn_recurrent_kernel(const GdnParams p) {
   constexpr int kCols = kThreads / kSplit;  // value columns per block
   constexpr int kKPad = kSplit * kRowsPerLane;

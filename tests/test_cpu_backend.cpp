@@ -42,7 +42,11 @@ RunOutputs run_variant(CreateFn create, const Problem& p, const HostInputs& in, 
   return run->read_outputs();
 }
 
-// Problem features the tolerance sweep covers.
+// Problem features the tolerance sweep covers. Every config has four (b, hv) heads: at T = 1 with
+// no h0 each head's output is scale beta (q . k) v, so with a single head rel_l2 is the relative
+// error of one float32 dot product, which is unbounded as q . k -> 0 (a correct kernel exceeds
+// 1e-5 on ~0.5% of seeds). Over four independent heads the normwise error is well posed (0 of
+// 20000 seeds above 1e-5).
 struct CpuConfig {
   const char* name;
   int64_t B, H, HV;
@@ -51,15 +55,15 @@ struct CpuConfig {
   BetaDist beta_dist;
 };
 const CpuConfig kCpuConfigs[] = {
-    {"gdn", 1, 1, 1, true, true, false, GateDist::logsigmoid, BetaDist::sigmoid},
-    {"gdn+h0", 1, 1, 1, true, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
-    {"gva HV=2H, B=2, h0", 2, 1, 2, true, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
-    {"gate off (DeltaNet), h0", 1, 1, 1, false, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
-    {"delta off (GLA), h0", 1, 1, 1, true, false, true, GateDist::logsigmoid, BetaDist::sigmoid},
-    {"strong gate, h0", 1, 1, 1, true, true, true, GateDist::strong, BetaDist::sigmoid},
-    {"zero gate", 1, 1, 1, true, true, false, GateDist::zero, BetaDist::sigmoid},
-    {"beta zero, h0", 1, 1, 1, true, true, true, GateDist::logsigmoid, BetaDist::zero},
-    {"beta one, zero gate, h0", 1, 1, 1, true, true, true, GateDist::zero, BetaDist::one},
+    {"gdn", 2, 2, 2, true, true, false, GateDist::logsigmoid, BetaDist::sigmoid},
+    {"gdn+h0", 2, 2, 2, true, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
+    {"gva HV=2H, h0", 1, 2, 4, true, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
+    {"gate off (DeltaNet), h0", 2, 2, 2, false, true, true, GateDist::logsigmoid, BetaDist::sigmoid},
+    {"delta off (GLA), h0", 2, 2, 2, true, false, true, GateDist::logsigmoid, BetaDist::sigmoid},
+    {"strong gate, h0", 2, 2, 2, true, true, true, GateDist::strong, BetaDist::sigmoid},
+    {"zero gate", 2, 2, 2, true, true, false, GateDist::zero, BetaDist::sigmoid},
+    {"beta zero, h0", 2, 2, 2, true, true, true, GateDist::logsigmoid, BetaDist::zero},
+    {"beta one, zero gate, h0", 2, 2, 2, true, true, true, GateDist::zero, BetaDist::one},
 };
 
 }  // namespace
