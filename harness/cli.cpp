@@ -237,7 +237,8 @@ std::string usage_text() {
          "  run       verify every case, then time the ones that pass; write the CSV\n"
          "  verify    verify only (no timing); exit 1 if any case fails\n"
          "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n\n"
-         "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error\n\n"
+         "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
+         "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n\n"
       << option_description();
   return out.str();
 }

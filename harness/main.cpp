@@ -125,10 +125,16 @@ int run_main(const std::vector<std::string>& args) {
   }
   fmt::print("gdnbench {} | suite {} | seed {} | {} cases | {}\n", inv.command, inv.suite_path,
              inv.seed, inv.cases.size(), gpu.available ? gpu.name : "no GPU (" + gpu.why_not + ")");
+  install_interrupt_handlers();
   const RunSummary summary = execute_cases(inv.cases, opt, [&](const ResultRow& row) { csv->append(row); });
   print_result_table(stdout, summary.rows);
   fmt::print("{} passed, {} failed, {} skipped; wrote {}\n", summary.passed, summary.failed,
              summary.skipped, csv->path());
+  if (summary.interrupted) {
+    fmt::print(stderr, "gdnbench: interrupted; {} holds the {} finished cases\n", csv->path(),
+               summary.rows.size());
+    return 130;
+  }
   return summary.failed > 0 ? 1 : 0;
 }
 

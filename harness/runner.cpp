@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 
@@ -25,6 +27,18 @@ std::optional<std::string> attention_applicability(const Problem& p) {
 }
 
 }  // namespace
+
+namespace {
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+}  // namespace
+
+void install_interrupt_handlers() {
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_interrupt);
+}
+
+bool interrupt_requested() { return g_interrupted.load(); }
 
 std::string cpu_model_name() {
   std::ifstream f("/proc/cpuinfo");
@@ -116,6 +130,10 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   bool have_gdn_ref = false, have_attn_ref = false;
 
   for (size_t i = 0; i < cases.size(); ++i) {
+    if (interrupt_requested()) {
+      summary.interrupted = true;
+      break;
+    }
     const Case& c = cases[i];
     if (show_progress) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

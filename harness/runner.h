@@ -20,8 +20,13 @@ struct RunOptions {
 
 struct RunSummary {
   int passed = 0, failed = 0, skipped = 0;
+  bool interrupted = false;  // SIGINT/SIGTERM arrived; rows hold the cases finished before it
   std::vector<ResultRow> rows;
 };
+
+// SIGINT and SIGTERM stop the run between cases (the case in flight finishes first).
+void install_interrupt_handlers();
+bool interrupt_requested();
 
 // on_row is called after each case (the CSV writer appends there).
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,

@@ -368,3 +368,21 @@ TEST_CASE("the binary: ceilings without a GPU is a runtime error", "[cli][binary
   CHECK(r.exit_code == 3);
   CHECK(r.err_lines().size() == 1);
 }
+
+TEST_CASE("SIGINT stops a run between cases: exit 130 and a valid CSV of the finished ones", "[cli]") {
+  testutil::TempDir tmp;
+  const std::string csv = tmp.file("partial.csv");
+  // Many small timed cases, interrupted after the first ones are written.
+  const std::string cmd = std::string("cd '") + GDNBENCH_SOURCE_DIR + "' && ('" + GDNBENCH_BINARY +
+                          "' run --variants cpu_recurrent --T 64 --K 16 --V 16 --B 1,2,3,4,5,6,7,8 "
+                          "--H 1,2,3,4,5,6,7,8 --min-samples 50 --cv-target 0 --max-seconds 0.05 "
+                          "--no-progress --out '" + csv + "' >/dev/null 2>&1 & pid=$!; sleep 1; "
+                          "kill -INT $pid; wait $pid; exit $?)";
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const auto rows = testutil::parse_csv(testutil::read_text(csv));
+  REQUIRE(rows.size() >= 2);           // the header and at least one finished case
+  CHECK(rows.size() < 1 + 64);         // stopped before the end
+  for (const auto& r : rows) CHECK(r.size() == rows.front().size());
+}
