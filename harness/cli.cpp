@@ -39,6 +39,7 @@ po::options_description option_description() {
       ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
       ("seed", s("random"), "input seed (random: drawn fresh and recorded in the CSV)")
       ("out", s("reports/latest.csv"), "CSV output path")
+      ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this path")
       ("threads", s("0"), "CPU backend threads; 0: all cores")
       ("warmup", s("2"), "timing: warm-up runs")
       ("min-samples", s("10"), "timing: minimum samples")
@@ -289,6 +290,7 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
   inv.seed = seed_text == "random" ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
                                    : uint64_t(parse_int("seed", seed_text));
   inv.out_path = opt(base, "out");
+  if (base.count("junit")) inv.junit_path = base["junit"].as<std::string>();
   const int64_t threads = parse_int("threads", opt(base, "threads"));
   if (threads < 0) throw UsageError("--threads: must be 0 (all cores) or positive");
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));

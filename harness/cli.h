@@ -25,6 +25,7 @@ struct Invocation {
   std::string command;  // list | run | verify | ceilings | help
   std::string suite_path;
   std::string out_path;
+  std::string junit_path;  // empty: no JUnit XML
   uint64_t seed = 0;
   int cpu_threads = 1;
   bool progress = true;

@@ -12,6 +12,7 @@
 #include "harness/cli.h"
 #include "harness/csv.h"
 #include "harness/gpu_runtime.h"
+#include "harness/junit.h"
 #include "harness/runner.h"
 #include "harness/table.h"
 
@@ -130,6 +131,13 @@ int run_main(const std::vector<std::string>& args) {
   print_result_table(stdout, summary.rows);
   fmt::print("{} passed, {} failed, {} skipped; wrote {}\n", summary.passed, summary.failed,
              summary.skipped, csv->path());
+  if (!inv.junit_path.empty()) {
+    try {
+      write_junit(inv.junit_path, inv.suite_path, summary.rows);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--junit: {}", e.what()));
+    }
+  }
   if (summary.interrupted) {
     fmt::print(stderr, "gdnbench: interrupted; {} holds the {} finished cases\n", csv->path(),
                summary.rows.size());

@@ -386,3 +386,16 @@ TEST_CASE("SIGINT stops a run between cases: exit 130 and a valid CSV of the fin
   CHECK(rows.size() < 1 + 64);         // stopped before the end
   for (const auto& r : rows) CHECK(r.size() == rows.front().size());
 }
+
+TEST_CASE("verify --junit writes one testcase per row with failures and skips", "[cli]") {
+  testutil::TempDir tmp;
+  const std::string xml = tmp.file("v.xml");
+  const auto r = testutil::run_gdnbench("verify --variants cpu_recurrent,cpu_chunked --dtypes fp32 --T 9 --K 8 --V 8 "
+                                        "--chunk 16,48 --out '" + tmp.file("v.csv") + "' --junit '" + xml + "'");
+  CHECK(r.exit_code == 0);
+  const std::string text = testutil::read_text(xml);
+  CHECK(text.find("tests=\"3\"") != std::string::npos);   // recurrent once, chunked at C=16 and 48
+  CHECK(text.find("failures=\"0\"") != std::string::npos);
+  CHECK(text.find("skipped=\"1\"") != std::string::npos);  // C = 48 is not supported
+  CHECK(text.find("<skipped message=\"chunk 48 not supported") != std::string::npos);
+}
