@@ -15,6 +15,12 @@ constexpr int64_t kRecurrentMaxHeadDim = 256;
 // recurrent needs no workspace (pass nullptr).
 int launch_gdn_recurrent(const GdnParams& p, void* workspace, cudaStream_t stream);
 
+// chunked: K and V up to 256, chunk C in {16, 32, 64}; stages in kernels/chunked_stages.h.
+constexpr int64_t kChunkedMaxHeadDim = 256;
+// Float32 intermediates of every chunk (gamma, T_inv, W, U0, U, entering states).
+size_t gdn_chunked_workspace_bytes(const GdnParams& p);
+int launch_gdn_chunked(const GdnParams& p, void* workspace, cudaStream_t stream);
+
 // attn_naive: causal softmax attention through cuBLAS with the T x T scores in memory.
 struct AttnParams {
   DType dtype = DType::bf16;

@@ -102,21 +102,25 @@ TEST_CASE("attn_naive matches float64 causal attention on the GPU", "[gpu]") {
 
 TEST_CASE("chunked matches the float64 reference on the GPU", "[gpu]") {
   if (!gpu_or_warn()) return;
-  const DType dt = GENERATE(DType::f32, DType::bf16, DType::f16);
-  const int64_t T = GENERATE(1, 15, 16, 17, 63, 64, 65, 200);
-  const int C = GENERATE(16, 32, 64);
-  const auto KV = GENERATE(std::pair<int64_t, int64_t>{64, 64}, std::pair<int64_t, int64_t>{100, 72},
-                           std::pair<int64_t, int64_t>{128, 128}, std::pair<int64_t, int64_t>{256, 256});
-  // h0 alternates over the grid, so every (T, C, K) pair meets both with one dtype or another.
-  const bool h0 = (T + C / 16 + KV.first + int(dt)) % 2 == 0;
+  // dtype x T x C in full (72 cases); head dims and h0 rotate so every T and every C meets every
+  // (K, V) pair, and every (C, K, V) meets h0 on and off.
+  static const DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
+  static const int64_t kT[] = {1, 15, 16, 17, 63, 64, 65, 200};
+  static const int kC[] = {16, 32, 64};
+  static const int64_t kKV[][2] = {{64, 64}, {100, 72}, {128, 128}, {256, 256}};
+  const int di = GENERATE(0, 1, 2);
+  const int ti = GENERATE(range(0, 8));
+  const int ci = GENERATE(0, 1, 2);
+  const int kvi = (ti + ci + di) % 4;
+  const bool h0 = (ti / 4 + ci + di) % 2 == 0;
   Problem p;
-  p.shape = GdnShape{2, T, 1, 2, KV.first, KV.second};
-  p.dtype = dt;
-  p.chunk = C;
+  p.shape = GdnShape{2, kT[ti], 1, 2, kKV[kvi][0], kKV[kvi][1]};
+  p.dtype = kDtypes[di];
+  p.chunk = kC[ci];
   p.use_h0 = h0;
   p.seed = fresh_seed();
-  INFO("seed " << p.seed << " dtype " << dtype_name(dt) << " T " << T << " C " << C << " K " << KV.first
-                << " V " << KV.second << " h0 " << h0);
+  INFO("seed " << p.seed << " dtype " << dtype_name(p.dtype) << " T " << p.shape.T << " C " << p.chunk
+                << " K " << p.shape.K << " V " << p.shape.V << " h0 " << h0);
   const ResultRow row = verify_on_gpu("chunked", p);
   INFO(row.reason);
   CHECK(row.status == Status::pass);
