@@ -8,7 +8,7 @@
 # then from the repository root there:
 #   scripts/gpu_run.sh OUTDIR "verify --suite gate" "run --suite default" ...
 # Each quoted step is one gdnbench command line; its CSV goes to OUTDIR/stepN-<command>.csv and
-# its log to OUTDIR/stepN-<command>.log. A step may start with "sanitize:TOOL " to run it under
+# its output is appended to OUTDIR/log.txt (the tail of each step is also printed). A step may start with "sanitize:TOOL " to run it under
 # compute-sanitizer --tool TOOL (memcheck, racecheck, initcheck, synccheck).
 # Exit status: the first non-zero step status, after every step has run.
 set -uo pipefail
@@ -34,9 +34,11 @@ for step in "$@"; do
   [[ " ${args[*]} " == *" --out "* ]] || extra=(--out "$out/$name.csv")
   echo "== $name: ${wrapper[*]} $bin ${args[*]} ${extra[*]}"
   start=$SECONDS
-  "${wrapper[@]}" "$bin" "${args[@]}" "${extra[@]}" --no-progress >"$out/$name.log" 2>&1
+  "${wrapper[@]}" "$bin" "${args[@]}" "${extra[@]}" --no-progress >"$out/$name.tmplog" 2>&1
   rc=$?
-  tail -n 25 "$out/$name.log"
+  { echo "== $name"; cat "$out/$name.tmplog"; } >>"$out/log.txt"
+  tail -n 25 "$out/$name.tmplog"
+  rm -f "$out/$name.tmplog"
   echo "== $name: exit $rc after $((SECONDS - start)) s"
   [ $status -eq 0 ] && status=$rc
 done
