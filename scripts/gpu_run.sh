@@ -8,15 +8,15 @@
 # then from the repository root there:
 #   scripts/gpu_run.sh OUTDIR "verify --suite gate" "run --suite default" ...
 # Each quoted step is one gdnbench command line; its CSV goes to OUTDIR/stepN-<command>.csv and
-# its output is appended to OUTDIR/log.txt (the tail of each step is also printed). A step may start with "sanitize:TOOL " to run it under
-# compute-sanitizer --tool TOOL (memcheck, racecheck, initcheck, synccheck).
+# its output is appended to OUTDIR/log.txt (the tail of each step is also printed). A step may
+# start with "sanitize:TOOL " to run it under compute-sanitizer --tool TOOL (memcheck, racecheck, initcheck, synccheck).
 # Exit status: the first non-zero step status, after every step has run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { echo "usage: scripts/gpu_run.sh OUTDIR STEP [STEP...]" >&2; exit 2; }
 out=$1; shift
 mkdir -p "$out"
-bin=build/gdnbench
+bin=${GDNBENCH_BUILD:-build}/gdnbench  # GDNBENCH_BUILD: another build folder (binaries only will do)
 [ -x "$bin" ] || { echo "gpu_run: $bin is missing: build first (see the header of this script)" >&2; exit 2; }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
 status=0
