@@ -8,9 +8,10 @@
 // shorter dependent chains per step, twice the warps in flight); short ones (decode) take
 // kRows = 32, so a warp reads 8 consecutive state columns (full 32-byte sectors) of each row.
 // Tokens are staged through shared memory kTile at a time: q and k (float, [kTile][kSplit*kRows])
-// shared by all columns of the block, v for the block's columns, g and beta.
-// Registers: 80 (kRows = 16, 6 blocks per SM) and 96-128 (kRows = 32, 4 blocks per SM), no spills.
-// Budget: K <= 256: 2 * 16 * 256 * 4 B = 32 KiB for q, k + at most 16 * 32 * 4 B for v = 34 KiB.
+// shared by all columns of the block, v for the block's columns, g and beta. The next tile is
+// loaded into registers (TileFetch) while the current one is computed.
+// Budget: K <= 256: 2 * 8 * 256 * 4 B = 16 KiB for q, k + at most 8 * 64 * 4 B for v = 18 KiB.
+// Registers: up to 128 (3 blocks per SM) for K <= 128, up to 233 (2 blocks per SM) for K <= 256.
 // Rounds: float32 arithmetic and state; o rounded to the input dtype once; hT float32.
 // Differs from the CPU recurrent only in summation order.
 #include <cuda_runtime.h>
@@ -26,13 +27,71 @@ constexpr int kThreads = 128;
 #define GDN_RECURRENT_LONG_FROM 256
 #endif
 constexpr int64_t kLongSequence = GDN_RECURRENT_LONG_FROM;
-constexpr int kTile = 16;
+constexpr int kTile = 8;
+
+// Next tile's q, k, v, g, beta, held in registers while the current tile is computed, so the
+// global-load latency of a tile overlaps the previous tile's arithmetic.
+template <typename T, int kSplit, int kRowsPerLane>
+struct TileFetch {
+  static constexpr int kCols = kThreads / kSplit;
+  static constexpr int kKPad = kSplit * kRowsPerLane;
+  static constexpr int kQK = kTile * kKPad / kThreads;  // q (and k) elements per thread
+  static constexpr int kV = (kTile * kCols + kThreads - 1) / kThreads;
+  float q[kQK], k[kQK], v[kV], g, beta;
+
+  __device__ void load(const GdnParams& p, int64_t b, int64_t hv, int64_t h, int64_t t0) {
+    const GdnShape& s = p.shape;
+    const T* qp = static_cast<const T*>(p.q);
+    const T* kp = static_cast<const T*>(p.k);
+    const T* vp = static_cast<const T*>(p.v);
+#pragma unroll
+    for (int e = 0; e < kQK; ++e) {
+      const int x = threadIdx.x + e * kThreads, tt = x / kKPad, i = x % kKPad;
+      const bool ok = t0 + tt < s.T && i < s.K;
+      const int64_t row = ((b * s.T + t0 + tt) * s.H + h) * s.K + i;
+      q[e] = ok ? to_float(qp[row]) : 0.0f;
+      k[e] = ok ? to_float(kp[row]) : 0.0f;
+    }
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const int x = threadIdx.x + e * kThreads, tt = x / kCols, c = x % kCols;
+      const int64_t jj = int64_t(blockIdx.x) * kCols + c;
+      const bool ok = x < kTile * kCols && t0 + tt < s.T && jj < s.V;
+      v[e] = ok ? to_float(vp[((b * s.T + t0 + tt) * s.HV + hv) * s.V + jj]) : 0.0f;
+    }
+    const int64_t tt = threadIdx.x;
+    const bool ok = tt < kTile && t0 + tt < s.T;
+    const int64_t gi = (b * s.T + t0 + tt) * s.HV + hv;
+    g = (ok && p.g) ? p.g[gi] : 0.0f;
+    beta = (ok && p.use_delta) ? p.beta[gi] : 1.0f;
+  }
+
+  __device__ void store(float (*q_s)[kKPad], float (*k_s)[kKPad], float (*v_s)[kCols], float* g_s,
+                        float* beta_s) const {
+#pragma unroll
+    for (int e = 0; e < kQK; ++e) {
+      const int x = threadIdx.x + e * kThreads;
+      q_s[x / kKPad][x % kKPad] = q[e];
+      k_s[x / kKPad][x % kKPad] = k[e];
+    }
+#pragma unroll
+    for (int e = 0; e < kV; ++e) {
+      const int x = threadIdx.x + e * kThreads;
+      if (x < kTile * kCols) v_s[x / kCols][x % kCols] = v[e];
+    }
+    if (threadIdx.x < kTile) {
+      g_s[threadIdx.x] = g;
+      beta_s[threadIdx.x] = beta;
+    }
+  }
+};
 
 template <typename T, int kSplit, int kRowsPerLane>
-__global__ void __launch_bounds__(kThreads, kRowsPerLane == 16 ? 6 : 4)
+__global__ void __launch_bounds__(kThreads, kSplit * kRowsPerLane == 256 ? 2 : 3)
 gdn_recurrent_kernel(const GdnParams p) {
-  constexpr int kCols = kThreads / kSplit;  // value columns per block
-  constexpr int kKPad = kSplit * kRowsPerLane;
+  using Fetch = TileFetch<T, kSplit, kRowsPerLane>;
+  constexpr int kCols = Fetch::kCols;  // value columns per block
+  constexpr int kKPad = Fetch::kKPad;
   __shared__ float q_s[kTile][kKPad];
   __shared__ float k_s[kTile][kKPad];
   __shared__ float v_s[kTile][kCols];
@@ -44,9 +103,6 @@ gdn_recurrent_kernel(const GdnParams p) {
   const int col = threadIdx.x / kSplit;
   const int64_t j = int64_t(blockIdx.x) * kCols + col;
   const bool col_ok = j < s.V;
-  const T* q = static_cast<const T*>(p.q);
-  const T* k = static_cast<const T*>(p.k);
-  const T* v = static_cast<const T*>(p.v);
   T* o = static_cast<T*>(p.o);
 
   float S[kRowsPerLane];
@@ -57,32 +113,14 @@ gdn_recurrent_kernel(const GdnParams p) {
     S[n] = (p.h0 && col_ok && i < s.K) ? p.h0[state_base + i * s.V + j] : 0.0f;
   }
 
+  Fetch next;
+  next.load(p, b, hv, h, 0);
   for (int64_t t0 = 0; t0 < s.T; t0 += kTile) {
     const int steps = s.T - t0 < kTile ? int(s.T - t0) : kTile;
     __syncthreads();  // the previous tile is fully consumed
-    for (int x = threadIdx.x; x < kTile * kKPad; x += kThreads) {
-      const int tt = x / kKPad, i = x % kKPad;
-      float qv = 0.0f, kv = 0.0f;
-      if (tt < steps && i < s.K) {
-        const int64_t row = ((b * s.T + t0 + tt) * s.H + h) * s.K + i;
-        qv = to_float(q[row]);
-        kv = to_float(k[row]);
-      }
-      q_s[tt][i] = qv;
-      k_s[tt][i] = kv;
-    }
-    for (int x = threadIdx.x; x < kTile * kCols; x += kThreads) {
-      const int tt = x / kCols, c = x % kCols;
-      const int64_t jj = int64_t(blockIdx.x) * kCols + c;
-      v_s[tt][c] = (tt < steps && jj < s.V) ? to_float(v[((b * s.T + t0 + tt) * s.HV + hv) * s.V + jj]) : 0.0f;
-    }
-    if (threadIdx.x < kTile) {
-      const int tt = threadIdx.x;
-      const int64_t gi = (b * s.T + t0 + tt) * s.HV + hv;
-      g_s[tt] = (tt < steps && p.g) ? p.g[gi] : 0.0f;
-      beta_s[tt] = (tt < steps && p.use_delta) ? p.beta[gi] : 1.0f;
-    }
+    next.store(q_s, k_s, v_s, g_s, beta_s);
     __syncthreads();
+    if (t0 + kTile < s.T) next.load(p, b, hv, h, t0 + kTile);  // in flight during this tile
 
     for (int tt = 0; tt < steps; ++tt) {
       const float alpha = expf(g_s[tt]);
@@ -120,6 +158,88 @@ gdn_recurrent_kernel(const GdnParams p) {
   }
 }
 
+// Decode shape (T <= kDecodeMaxT, e.g. one new token against a carried state): one block of 8
+// warps per (b, hv, 32 value columns); lane = column, warp w holds state rows [w R, w R + R) with
+// R = K / 8 rounded up to 8, 16 or 32, so every state row is read and written as 128 contiguous
+// bytes per warp and a thread holds only R floats (occupancy, not arithmetic, decides decode).
+// One pass over the registers gives the partial dot products S^T k, S^T q and k.q; the output
+// uses S_new^T q = alpha S^T q + u (k.q), so it needs no second reduction after the update.
+// Shared memory: 3 x 8 x 32 partials + 32 u values = 3.2 KiB.
+constexpr int kDecodeWarps = 8;
+constexpr int64_t kDecodeMaxT = 8;
+
+template <typename T, int kRows>
+__global__ void __launch_bounds__(kDecodeWarps * 32)
+gdn_recurrent_decode_kernel(const GdnParams p) {
+  __shared__ float partial[3][kDecodeWarps][32];
+  __shared__ float u_s[32];
+  __shared__ float alpha_s;
+  const GdnShape s = p.shape;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t b = blockIdx.z, hv = blockIdx.y, h = hv / (s.HV / s.H);
+  const int64_t j = int64_t(blockIdx.x) * 32 + lane;
+  const bool col_ok = j < s.V;
+  const int64_t row0 = int64_t(warp) * kRows;
+  const int64_t state_base = (b * s.HV + hv) * s.K * s.V;
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+  T* o = static_cast<T*>(p.o);
+
+  float S[kRows], kreg[kRows];
+#pragma unroll
+  for (int n = 0; n < kRows; ++n) {
+    const int64_t i = row0 + n;
+    S[n] = (p.h0 && col_ok && i < s.K) ? p.h0[state_base + i * s.V + j] : 0.0f;
+  }
+  for (int64_t t = 0; t < s.T; ++t) {
+    const int64_t tok = b * s.T + t;
+    const T* kt = k + (tok * s.H + h) * s.K;
+    const T* qt = q + (tok * s.H + h) * s.K;
+    float ps = 0.0f, pq = 0.0f, kq = 0.0f;
+#pragma unroll
+    for (int n = 0; n < kRows; ++n) {
+      const int64_t i = row0 + n;
+      kreg[n] = i < s.K ? to_float(kt[i]) : 0.0f;
+      const float qv = i < s.K ? to_float(qt[i]) : 0.0f;
+      ps += S[n] * kreg[n];
+      pq += S[n] * qv;
+      kq += kreg[n] * qv;
+    }
+    partial[0][warp][lane] = ps;
+    partial[1][warp][lane] = pq;
+    partial[2][warp][lane] = kq;
+    __syncthreads();
+    if (warp == 0) {
+      float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kDecodeWarps; ++w) {
+        PS += partial[0][w][lane];
+        PQ += partial[1][w][lane];
+        KQ += partial[2][w][lane];
+      }
+      const int64_t gi = tok * s.HV + hv;
+      const float alpha = p.g ? expf(p.g[gi]) : 1.0f;
+      const float vj = col_ok ? to_float(v[gi * s.V + j]) : 0.0f;
+      const float u = p.use_delta ? p.beta[gi] * (vj - alpha * PS) : vj;
+      if (col_ok) o[gi * s.V + j] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
+      u_s[lane] = u;
+      if (lane == 0) alpha_s = alpha;
+    }
+    __syncthreads();
+    const float u = u_s[lane], alpha = alpha_s;
+#pragma unroll
+    for (int n = 0; n < kRows; ++n) S[n] = alpha * S[n] + kreg[n] * u;
+  }
+  if (p.hT && col_ok) {
+#pragma unroll
+    for (int n = 0; n < kRows; ++n) {
+      const int64_t i = row0 + n;
+      if (i < s.K) p.hT[state_base + i * s.V + j] = S[n];
+    }
+  }
+}
+
 template <typename T>
 cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
   const int64_t K = p.shape.K;
@@ -127,7 +247,12 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
     const int cols = kThreads / split;
     return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
   };
-  if (p.shape.T >= kLongSequence) {
+  if (p.shape.T <= kDecodeMaxT) {
+    const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(p.shape.HV), unsigned(p.shape.B));
+    if (K <= 64) gdn_recurrent_decode_kernel<T, 8><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
+    else if (K <= 128) gdn_recurrent_decode_kernel<T, 16><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
+    else gdn_recurrent_decode_kernel<T, 32><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
+  } else if (p.shape.T >= kLongSequence) {
     if (K <= 64) gdn_recurrent_kernel<T, 4, 16><<<grid_for(4), kThreads, 0, stream>>>(p);
     else if (K <= 128) gdn_recurrent_kernel<T, 8, 16><<<grid_for(8), kThreads, 0, stream>>>(p);
     else gdn_recurrent_kernel<T, 16, 16><<<grid_for(16), kThreads, 0, stream>>>(p);
