@@ -181,7 +181,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.use_h0 = h0;
         p.gate_dist = gd;
         p.beta_dist = bd;
-        p.chunk = int(chunks[ci]);
+        p.chunk = variant->fixed_chunk > 0 ? variant->fixed_chunk : int(chunks[ci]);
         p.scale = scale;
         p.seed = seed;
         cases.push_back({p, variant, is_explicit});

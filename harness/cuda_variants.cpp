@@ -6,6 +6,7 @@
 
 #include "harness/cuda_run.h"
 #include "kernels/cuda_kernels.h"
+#include "kernels/wy_ut.h"
 
 namespace {
 
@@ -124,29 +125,52 @@ std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs&
   return std::make_unique<CudaGdnRun>(p, in, launch_gdn_recurrent);
 }
 
+namespace {
+GdnParams params_for_sizing(const Problem& p) {
+  GdnParams gp;
+  gp.shape = p.shape;
+  gp.dtype = p.dtype;
+  gp.chunk = p.chunk;
+  gp.use_delta = p.use_delta;
+  return gp;
+}
+
+// A SKIPPED reason when inputs, outputs and workspace would not fit in free device memory.
+std::optional<std::string> gdn_memory_shortfall(const Problem& p, size_t (*workspace_bytes)(const GdnParams&),
+                                                const char* workspace_what) {
+  const GdnShape& s = p.shape;
+  const double need = double(workspace_bytes(params_for_sizing(p))) +
+                      double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()) +
+                      4.0 * double(2 * s.gate_elems() + 2 * s.state_elems());
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need > 0.95 * double(free_bytes))
+    return fmt::format("needs {} ({}), device has {} free", gib(need), workspace_what, gib(double(free_bytes)));
+  return std::nullopt;
+}
+}  // namespace
+
 std::optional<std::string> chunked_unsupported(const Problem& p) {
   if (p.shape.K > kChunkedMaxHeadDim || p.shape.V > kChunkedMaxHeadDim)
     return fmt::format("K and V must be <= {}", kChunkedMaxHeadDim);
   if (p.chunk != 16 && p.chunk != 32 && p.chunk != 64)
     return fmt::format("chunk {} not supported (16, 32, 64)", p.chunk);
   if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
-  GdnParams gp;
-  gp.shape = p.shape;
-  gp.chunk = p.chunk;
-  const GdnShape& s = p.shape;
-  const double need = double(gdn_chunked_workspace_bytes(gp)) +
-                      double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()) +
-                      4.0 * double(2 * s.gate_elems() + 2 * s.state_elems());
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need > 0.95 * double(free_bytes))
-    return fmt::format("needs {} (float32 intermediates of every chunk), device has {} free", gib(need),
-                       gib(double(free_bytes)));
-  return std::nullopt;
+  return gdn_memory_shortfall(p, gdn_chunked_workspace_bytes, "float32 intermediates of every chunk");
 }
 
 std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& in, const RunContext&) {
   return std::make_unique<CudaGdnRun>(p, in, launch_gdn_chunked, gdn_chunked_workspace_bytes);
+}
+
+std::optional<std::string> wy_ut_unsupported(const Problem& p) {
+  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  if (const char* why = gdn_wy_ut_unsupported(params_for_sizing(p))) return std::string(why);
+  return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
+}
+
+std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext&) {
+  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_wy_ut, gdn_wy_ut_workspace_bytes);
 }
 
 std::optional<std::string> attn_naive_unsupported(const Problem& p) {

@@ -8,5 +8,8 @@ std::unique_ptr<VariantRun> create_recurrent(const Problem&, const HostInputs&, 
 std::optional<std::string> chunked_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_chunked(const Problem&, const HostInputs&, const RunContext&);
 
+std::optional<std::string> wy_ut_unsupported(const Problem& p);
+std::unique_ptr<VariantRun> create_wy_ut(const Problem&, const HostInputs&, const RunContext&);
+
 std::optional<std::string> attn_naive_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_attn_naive(const Problem&, const HostInputs&, const RunContext&);

@@ -43,6 +43,7 @@ struct VariantInfo {
   Backend backend;
   Precision precision;
   bool uses_chunk;       // only chunked variants multiply over --chunk
+  int fixed_chunk;       // > 0: the variant always runs at this chunk size (the --chunk axis is moot)
   const char* dtypes;    // for `gdnbench list`
   const char* shapes;    // head dims, chunk sizes, other limits
   // A reason when the variant cannot run this problem (the row is SKIPPED), else nullopt.

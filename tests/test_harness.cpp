@@ -803,7 +803,7 @@ std::optional<std::string> never_unsupported(const Problem&) { return std::nullo
 std::unique_ptr<VariantRun> create_broken(const Problem& p, const HostInputs&, const RunContext&) {
   return std::make_unique<BrokenRun>(p);
 }
-const VariantInfo kBroken = {"broken", Family::gdn, Backend::cpu, Precision::fp32_math, false,
+const VariantInfo kBroken = {"broken", Family::gdn, Backend::cpu, Precision::fp32_math, false, 0,
                              "fp32", "any", never_unsupported, create_broken, "test double"};
 
 }  // namespace

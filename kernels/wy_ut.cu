@@ -1,0 +1,685 @@
+// wy_ut: the chunked GDN forward of DESIGN.md section 1 with its products on tensor cores
+// (mma.sync m16n8k16, bf16/fp16 operands, float32 accumulation), chunk C = 64.
+//   gamma = local cumsum of g;  A = strictly_lower(diag(beta) K K^T .* D), D_ij = exp(g_i - g_j)
+//   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
+//   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
+//   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
+// Three kernels (version 1: one per stage, so each stage is checked against the float64
+// reference's intermediates; nothing fused yet):
+//   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
+//     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
+//     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
+//   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
+//     float32 mma accumulators; per chunk it is saved (workspace, for stage 3), U = U0 - W S and
+//     S = exp(gamma_last) S + K^T (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end.
+//   3 output, grid (N, HV, B): P = (Q K^T) .* D .* causal once, then per 32 value columns
+//     O = scale (exp(gamma) .* (Q S0) + P U).
+// Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
+// kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
+// Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
+// operand has exact operands on that side. A float32 operand x (Tm, S, W, U, P) is split into
+// hi = dtype(x), lo = dtype(x - hi) and issued as two products (x ~ hi + lo: 16 significant bits
+// in bf16, 22 in fp16); where both operands are float32 (W S, P U) three products (hi hi + lo hi +
+// hi lo). So every intermediate carries ~1e-5 relative error (bf16 split) and o is limited by its
+// final rounding to the dtype: expected rel_l2 ~ the dtype floor (bf16 ~1.6e-3, fp16 ~2.2e-4).
+// gamma, A, Tm, the state and all accumulation are float32; the workspace is float32.
+// Constraints: dtype bf16/fp16 (fp32 inputs are refused, not run in TF32), C = 64,
+// K in {64, 128, 256}, V a multiple of 32 up to 256; fp16 splits need |S|, |U| < 65504.
+// exp is only ever taken of gamma_i - gamma_j with j <= i < L (or of gamma itself), never of a
+// positive difference, so strong decay underflows to 0 and never makes inf * 0. Rows past the end
+// of a tail chunk keep gamma = 0 (the reference's layout), so they are masked, not exponentiated.
+// Budget (128 threads = 4 warps per block everywhere; dynamic shared memory, raised past 48 KiB):
+//   prepare: k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) + A, Tm
+//     64 x 68 x 4 B = 17 KiB each + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
+//     = 104 KiB at K = V = 256. Registers: 8 accumulator tiles (32) + split Tm fragments (32);
+//     ptxas: 80.
+//   states: k tile 64 x (K+8) x 2 B = 33 KiB + S slice K x 36 x 4 B = 36 KiB + U slice
+//     64 x 36 x 4 B = 9 KiB = 78 KiB at K = 256 (45 KiB at 128). Registers: the state, K x 32 /
+//     128 threads = 64 floats at K = 256, + U accumulators 2 x 16; ptxas: 96 / 128 / 168 at
+//     K = 64 / 128 / 256.
+//   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
+//     K = 256. Registers: 8 accumulator tiles while P is built, 4 afterwards; ptxas: 71.
+//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B, i.e.
+//   ~2 KiB per token and value head at K = V = 128 (mostly the saved chunk states).
+// Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
+// float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
+// column g) hit 32 distinct banks.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/tensor_core.cuh"
+#include "kernels/wy_ut.h"
+
+namespace {
+
+using tc::ldsm_x4;
+using tc::ldsm_x4_trans;
+using tc::Mma;
+
+constexpr int kC = kWyUtChunk;
+constexpr int kThreads = 128;
+constexpr int kBV = 32;          // value columns per state block and per output slice
+constexpr int kLdCC = kC + 4;    // row stride (floats) of the C x C float32 tiles A, Tm, P
+constexpr int kLdBV = kBV + 4;   // row stride (floats) of the float32 S and U slices
+
+__device__ __forceinline__ int lane_id() { return int(threadIdx.x & 31); }
+
+// x ~ hi + lo with hi, lo in the dtype: a float32 operand as two tensor-core operands.
+template <typename T>
+__device__ __forceinline__ void split2(float x, float y, uint32_t& hi, uint32_t& lo) {
+  hi = Mma<T>::pack(x, y);
+  const float2 h = Mma<T>::unpack(hi);
+  lo = Mma<T>::pack(x - h.x, y - h.y);
+}
+
+// 16-bit tiles in shared memory (rows 16-byte aligned); p points at the tile's (0, 0) element.
+// A(r, c) = p[r * ld + c].
+template <typename T>
+__device__ __forceinline__ void ldsm_a(uint32_t a[4], const T* p, int ld) {
+  const int l = lane_id();
+  ldsm_x4(a, p + (l & 15) * ld + (l >> 4) * 8);
+}
+// A(r, c) = p[c * ld + r] (the transpose is stored).
+template <typename T>
+__device__ __forceinline__ void ldsm_a_trans(uint32_t a[4], const T* p, int ld) {
+  const int l = lane_id(), m = l >> 3;
+  ldsm_x4_trans(a, p + ((l & 7) + (m >> 1) * 8) * ld + (m & 1) * 8);
+}
+// Two n-tiles (16 columns) of B with B(k, n) = p[n * ld + k]: b[0] columns 0-7, b[1] 8-15.
+template <typename T>
+__device__ __forceinline__ void ldsm_b2(uint32_t b[2][2], const T* p, int ld) {
+  const int l = lane_id(), m = l >> 3;
+  uint32_t r[4];
+  ldsm_x4(r, p + ((l & 7) + (m >> 1) * 8) * ld + (m & 1) * 8);
+  b[0][0] = r[0]; b[0][1] = r[1]; b[1][0] = r[2]; b[1][1] = r[3];
+}
+// Two n-tiles of B with B(k, n) = p[k * ld + n].
+template <typename T>
+__device__ __forceinline__ void ldsm_b2_trans(uint32_t b[2][2], const T* p, int ld) {
+  const int l = lane_id(), m = l >> 3;
+  uint32_t r[4];
+  ldsm_x4_trans(r, p + ((l & 7) + (m & 1) * 8) * ld + (m >> 1) * 8);
+  b[0][0] = r[0]; b[0][1] = r[1]; b[1][0] = r[2]; b[1][1] = r[3];
+}
+
+// Float32 operands (shared or global memory), split into hi and lo fragments.
+// A(r, c) = p[r * ld + c] * (col_scale ? col_scale[c] : 1).
+template <typename T>
+__device__ __forceinline__ void lda_split(uint32_t hi[4], uint32_t lo[4], const float* p, int64_t ld,
+                                          const float* col_scale = nullptr) {
+  const int l = lane_id(), g = l >> 2, t = (l & 3) * 2;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = g + (i & 1) * 8, c = t + (i >> 1) * 8;
+    float2 x = *reinterpret_cast<const float2*>(p + r * ld + c);
+    if (col_scale) {
+      x.x *= col_scale[c];
+      x.y *= col_scale[c + 1];
+    }
+    split2<T>(x.x, x.y, hi[i], lo[i]);
+  }
+}
+// B(k, n) = p[k * ld + n].
+template <typename T>
+__device__ __forceinline__ void ldb_split(uint32_t hi[2], uint32_t lo[2], const float* p, int ld) {
+  const int l = lane_id(), g = l >> 2, t = (l & 3) * 2;
+  split2<T>(p[t * ld + g], p[(t + 1) * ld + g], hi[0], lo[0]);
+  split2<T>(p[(t + 8) * ld + g], p[(t + 9) * ld + g], hi[1], lo[1]);
+}
+
+// Rows [0, L) of a [rows, cols] 16-bit tensor with row stride `stride` (elements) into shared
+// rows of `ld` elements; rows [L, C) are zero. cols is a multiple of 8 (16-byte vectors).
+template <typename T>
+__device__ __forceinline__ void load_rows(T* dst, int ld, const T* src, int64_t stride, int cols, int L) {
+  const int vecs = cols / 8;
+  for (int x = threadIdx.x; x < kC * vecs; x += kThreads) {
+    const int r = x / vecs, c = (x % vecs) * 8;
+    uint4 val = make_uint4(0, 0, 0, 0);
+    if (r < L) val = *reinterpret_cast<const uint4*>(src + r * stride + c);
+    *reinterpret_cast<uint4*>(dst + r * ld + c) = val;
+  }
+}
+
+// Shared-memory layouts (bytes), shared by the launchers and the kernels.
+__host__ __device__ constexpr int tile16_bytes(int rows, int cols) { return rows * (cols + 8) * 2; }
+__host__ __device__ constexpr int prepare_smem_bytes(int K, int V) {
+  return tile16_bytes(kC, K) + tile16_bytes(kC, V) + 2 * kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
+}
+__host__ __device__ constexpr int states_smem_bytes(int K) {
+  return tile16_bytes(kC, K) + K * kLdBV * 4 + kC * kLdBV * 4 + kC * 4;
+}
+__host__ __device__ constexpr int output_kS0_bytes(int K) {
+  return tile16_bytes(kC, K) > K * kLdBV * 4 ? tile16_bytes(kC, K) : K * kLdBV * 4;
+}
+__host__ __device__ constexpr int output_smem_bytes(int K) {
+  return tile16_bytes(kC, K) + output_kS0_bytes(K) + kC * kLdCC * 4 + kC * kLdBV * 4 + kC * 4;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: gamma, A, Tm, W, U0 for one (b, hv, chunk). Warp w owns rows [16w, 16w + 16).
+template <typename T>
+__global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GdnShape s = p.shape;
+  const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
+  T* k_s = reinterpret_cast<T*>(smem);
+  T* v_s = k_s + kC * ldk;
+  float* A_s = reinterpret_cast<float*>(v_s + kC * ldv);
+  float* X_s = A_s + kC * kLdCC;  // Tm
+  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
+  float* gamma_s = Y_s + 3 * 256;
+  float* beta_s = gamma_s + kC;
+  float* cw_s = beta_s + kC;  // beta exp(gamma): column factors of W
+  float* cu_s = cw_s + kC;    // beta: column factors of U0
+
+  const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
+  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
+
+  load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+  load_rows(v_s, ldv, static_cast<const T*>(p.v) + ((b * s.T + t0) * s.HV + hv) * V, s.HV * V, V, L);
+  if (tid < kC) {
+    const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
+    Y_s[tid] = (tid < L && p.g) ? p.g[gi] : 0.0f;
+    beta_s[tid] = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+  }
+  __syncthreads();
+  if (tid < kC) {
+    float acc = 0.0f;  // sequential, in the order of the reference; rows past the end stay 0
+    for (int j = 0; j <= tid; ++j) acc += Y_s[j];
+    if (tid >= L) acc = 0.0f;
+    gamma_s[tid] = acc;
+    cw_s[tid] = p.use_delta ? beta_s[tid] * expf(acc) : 0.0f;
+    cu_s[tid] = beta_s[tid];
+    ws.gamma[chunk * kC + tid] = acc;
+  }
+  __syncthreads();
+
+  // A = strictly_lower(diag(beta) K K^T .* D). Row block w needs column blocks 0..w only.
+  {
+    float acc[8][4] = {};
+    if (p.use_delta) {
+      for (int ks = 0; ks < K / 16; ++ks) {
+        uint32_t a[4];
+        ldsm_a(a, k_s + 16 * warp * ldk + 16 * ks, ldk);
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          if (np > warp) break;
+          uint32_t bb[2][2];
+          ldsm_b2(bb, k_s + 16 * np * ldk + 16 * ks, ldk);
+          Mma<T>::run(acc[2 * np], a, bb[0]);
+          Mma<T>::run(acc[2 * np + 1], a, bb[1]);
+        }
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
+        // Rows past the end have gamma 0, so exp(gamma_i - gamma_j) may overflow there: skip them.
+        A_s[i * kLdCC + j] = j < i && i < L ? beta_s[i] * acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
+      }
+  }
+  __syncthreads();
+
+  // Tm: the diagonal blocks, one column per lane (x_i = -sum_{m<i} A_im x_m below the diagonal).
+  for (int e = tid; e < kC * kC; e += kThreads) {
+    const int i = e / kC, j = e % kC;
+    if (j / 16 > i / 16) X_s[i * kLdCC + j] = 0.0f;
+  }
+  if ((tid & 31) < 16) {
+    const int j = tid & 15, base = 16 * warp;
+    const float* Ab = A_s + base * kLdCC + base;
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int m = 0; m < i; ++m) sum += Ab[i * kLdCC + m] * x[m];
+      x[i] = i == j ? 1.0f : (i < j ? 0.0f : -sum);
+    }
+#pragma unroll
+    for (int i = 0; i < 16; ++i) X_s[(base + i) * kLdCC + base + j] = x[i];
+  }
+  // Off-diagonal blocks by distance d from the diagonal: X_ij = -X_ii (sum_{j<=m<i} A_im X_mj).
+  for (int d = 1; d < 4; ++d) {
+    __syncthreads();
+    const int blocks = 4 - d;
+    for (int e = tid; e < blocks * 256; e += kThreads) {
+      const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
+      const float* Ar = A_s + (16 * bi + r) * kLdCC;
+      float sum = 0.0f;
+      for (int m = 16 * bj; m < 16 * bi; ++m) sum += Ar[m] * X_s[m * kLdCC + 16 * bj + c];
+      Y_s[e] = sum;
+    }
+    __syncthreads();
+    for (int e = tid; e < blocks * 256; e += kThreads) {
+      const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
+      const float* Xr = X_s + (16 * bi + r) * kLdCC + 16 * bi;
+      float sum = 0.0f;
+#pragma unroll
+      for (int m = 0; m < 16; ++m) sum += Xr[m] * Y_s[bj * 256 + m * 16 + c];
+      X_s[(16 * bi + r) * kLdCC + 16 * bj + c] = -sum;
+    }
+  }
+  __syncthreads();
+  if (ws.A || ws.Tm) {  // test hooks: rows past the sequence end are zero, as in the reference
+    for (int e = tid; e < kC * kC; e += kThreads) {
+      const int i = e / kC, j = e % kC;
+      if (ws.A) ws.A[chunk * kC * kC + e] = A_s[i * kLdCC + j];
+      if (ws.Tm) ws.Tm[chunk * kC * kC + e] = i < L ? X_s[i * kLdCC + j] : 0.0f;
+    }
+  }
+
+  // W = (Tm diag(cw)) K and U0 = (Tm diag(cu)) V: Tm split (hi + lo), K and V exact. Row block w
+  // of Tm is zero past column block w.
+  for (int which = p.use_delta ? 0 : 1; which < 2; ++which) {
+    const float* cs = which == 0 ? cw_s : cu_s;
+    const T* src = which == 0 ? k_s : v_s;
+    const int ld = which == 0 ? ldk : ldv, cols = which == 0 ? K : V;
+    float* dst = which == 0 ? ws.W + chunk * kC * K : ws.U + chunk * kC * V;
+    uint32_t ahi[4][4], alo[4][4];
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+      if (ks <= warp) lda_split<T>(ahi[ks], alo[ks], X_s + 16 * warp * kLdCC + 16 * ks, kLdCC, cs + 16 * ks);
+    for (int c0 = 0; c0 < cols; c0 += 16) {
+      float acc[2][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks > warp) break;
+        uint32_t bb[2][2];
+        ldsm_b2_trans(bb, src + 16 * ks * ld + c0, ld);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          Mma<T>::run(acc[j], alo[ks], bb[j]);
+          Mma<T>::run(acc[j], ahi[ks], bb[j]);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int r = 16 * warp + g, c = c0 + 8 * j + t;
+        *reinterpret_cast<float2*>(dst + int64_t(r) * cols + c) = make_float2(acc[j][0], acc[j][1]);
+        *reinterpret_cast<float2*>(dst + int64_t(r + 8) * cols + c) = make_float2(acc[j][2], acc[j][3]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: the state of one (b, hv) and 32 value columns, carried through the chunks in order.
+// Warp w owns state rows [w K/4, (w+1) K/4) (kMT m-tiles of 16 x 32) and U rows [16w, 16w + 16).
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  constexpr int kMT = kK / 64, kLdk = kK + 8;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* k_s = reinterpret_cast<T*>(smem);
+  float* S_s = reinterpret_cast<float*>(k_s + kC * kLdk);  // [K][kLdBV] entering state
+  float* U_s = S_s + kK * kLdBV;                            // [C][kLdBV] exp(gL - gamma) .* U
+  float* gamma_s = U_s + kC * kLdBV;
+
+  const GdnShape s = p.shape;
+  const int64_t V = s.V, v0 = int64_t(blockIdx.x) * kBV, hv = blockIdx.y, b = blockIdx.z;
+  const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv, N = ws.num_chunks;
+  const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
+  const int row0 = warp * (kK / 4);
+
+  float S[kMT][4][4];
+  {
+    const float* h0 = p.h0 ? p.h0 + head * kK * V + v0 : nullptr;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int64_t r = row0 + 16 * mt + g + 8 * hh;
+          const float2 x = h0 ? *reinterpret_cast<const float2*>(h0 + r * V + 8 * nt + t) : make_float2(0.f, 0.f);
+          S[mt][nt][2 * hh] = x.x;
+          S[mt][nt][2 * hh + 1] = x.y;
+        }
+  }
+
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t t0 = n * kC, chunk = head * N + n;
+    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    __syncthreads();  // k_s, U_s of the previous chunk are consumed
+    load_rows(k_s, kLdk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK, s.H * kK, kK, L);
+    if (tid < kC) gamma_s[tid] = ws.gamma[chunk * kC + tid];
+    {  // the entering state: to shared memory (B operand of W S) and to the workspace (stage 3)
+      float* st = ws.states + chunk * kK * V + v0;
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int r = row0 + 16 * mt + g + 8 * hh, c = 8 * nt + t;
+            const float2 x = make_float2(S[mt][nt][2 * hh], S[mt][nt][2 * hh + 1]);
+            *reinterpret_cast<float2*>(S_s + r * kLdBV + c) = x;
+            *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
+          }
+    }
+    __syncthreads();
+
+    // U = U0 - W S: W and S both float32, three products (Wh Sh + Wl Sh + Wh Sl).
+    float* Ub = ws.U + chunk * kC * V + v0;
+    float u[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const float2 x = *reinterpret_cast<const float2*>(Ub + int64_t(16 * warp + g + 8 * hh) * V + 8 * nt + t);
+        u[nt][2 * hh] = x.x;
+        u[nt][2 * hh + 1] = x.y;
+      }
+    if (p.use_delta) {
+      const float* Wb = ws.W + (chunk * kC + 16 * warp) * kK;
+      float ws_acc[4][4] = {};
+#pragma unroll 4
+      for (int ks = 0; ks < kK / 16; ++ks) {
+        uint32_t ah[4], al[4];
+        lda_split<T>(ah, al, Wb + 16 * ks, kK);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          uint32_t bh[2], bl[2];
+          ldb_split<T>(bh, bl, S_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
+          Mma<T>::run(ws_acc[nt], al, bh);
+          Mma<T>::run(ws_acc[nt], ah, bl);
+          Mma<T>::run(ws_acc[nt], ah, bh);
+        }
+      }
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[nt][e];
+    }
+    const float g_last = gamma_s[L - 1];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int r = 16 * warp + g + 8 * hh;
+      const float d = expf(g_last - gamma_s[r]);  // rows past the end: gamma 0, U 0
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        const int c = 8 * nt + t;
+        *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u[nt][2 * hh], u[nt][2 * hh + 1]);
+        *reinterpret_cast<float2*>(U_s + r * kLdBV + c) = make_float2(d * u[nt][2 * hh], d * u[nt][2 * hh + 1]);
+      }
+    }
+    __syncthreads();
+
+    // S = exp(gL) S + K^T (exp(gL - gamma) .* U): K exact, U split (two products).
+    const float decay = expf(g_last);
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) S[mt][nt][e] *= decay;
+#pragma unroll
+    for (int ks = 0; ks < kC / 16; ++ks) {
+      uint32_t bh[4][2], bl[4][2];
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) ldb_split<T>(bh[nt], bl[nt], U_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
+#pragma unroll
+      for (int mt = 0; mt < kMT; ++mt) {
+        uint32_t a[4];
+        ldsm_a_trans(a, k_s + 16 * ks * kLdk + row0 + 16 * mt, kLdk);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+          Mma<T>::run(S[mt][nt], a, bl[nt]);
+          Mma<T>::run(S[mt][nt], a, bh[nt]);
+        }
+      }
+    }
+  }
+
+  if (p.hT) {
+    float* hT = p.hT + head * kK * V + v0;
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          const int64_t r = row0 + 16 * mt + g + 8 * hh;
+          *reinterpret_cast<float2*>(hT + r * V + 8 * nt + t) = make_float2(S[mt][nt][2 * hh], S[mt][nt][2 * hh + 1]);
+        }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3: o for one (b, hv, chunk), 32 value columns at a time. Warp w owns rows [16w, 16w + 16).
+template <typename T>
+__global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GdnShape s = p.shape;
+  const int K = int(s.K), ldk = K + 8;
+  const int64_t V = s.V;
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* k_s = q_s + kC * ldk;
+  float* S0_s = reinterpret_cast<float*>(k_s);  // [K][kLdBV], once P is built (k_s is dead)
+  float* P_s = reinterpret_cast<float*>(smem + tile16_bytes(kC, K) + output_kS0_bytes(K));
+  float* U_s = P_s + kC * kLdCC;
+  float* gamma_s = U_s + kC * kLdBV;
+
+  const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
+  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
+
+  load_rows(q_s, ldk, static_cast<const T*>(p.q) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+  load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+  if (tid < kC) gamma_s[tid] = ws.gamma[chunk * kC + tid];
+  __syncthreads();
+
+  // P = (Q K^T) .* D .* causal (diagonal included): exact operands, float32 result.
+  {
+    float acc[8][4] = {};
+    for (int ks = 0; ks < K / 16; ++ks) {
+      uint32_t a[4];
+      ldsm_a(a, q_s + 16 * warp * ldk + 16 * ks, ldk);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        if (np > warp) break;
+        uint32_t bb[2][2];
+        ldsm_b2(bb, k_s + 16 * np * ldk + 16 * ks, ldk);
+        Mma<T>::run(acc[2 * np], a, bb[0]);
+        Mma<T>::run(acc[2 * np + 1], a, bb[1]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
+        P_s[i * kLdCC + j] = j <= i && i < L ? acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
+      }
+  }
+  const float decay_lo = expf(gamma_s[16 * warp + g]), decay_hi = expf(gamma_s[16 * warp + g + 8]);
+  T* o = static_cast<T*>(p.o);
+
+  for (int64_t c0 = 0; c0 < V; c0 += kBV) {
+    __syncthreads();  // P is built / the previous slice is consumed
+    const float* st = ws.states + chunk * K * V + c0;
+    for (int x = tid; x < K * (kBV / 4); x += kThreads) {
+      const int r = x / (kBV / 4), c = (x % (kBV / 4)) * 4;
+      *reinterpret_cast<float4*>(S0_s + r * kLdBV + c) = *reinterpret_cast<const float4*>(st + int64_t(r) * V + c);
+    }
+    const float* ub = ws.U + chunk * kC * V + c0;
+    for (int x = tid; x < kC * (kBV / 4); x += kThreads) {
+      const int r = x / (kBV / 4), c = (x % (kBV / 4)) * 4;
+      *reinterpret_cast<float4*>(U_s + r * kLdBV + c) = *reinterpret_cast<const float4*>(ub + int64_t(r) * V + c);
+    }
+    __syncthreads();
+
+    // Q S0: Q exact, S0 split (two products); then the decay of each row.
+    float acc[4][4] = {};
+    for (int ks = 0; ks < K / 16; ++ks) {
+      uint32_t a[4];
+      ldsm_a(a, q_s + 16 * warp * ldk + 16 * ks, ldk);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        uint32_t bh[2], bl[2];
+        ldb_split<T>(bh, bl, S0_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
+        Mma<T>::run(acc[nt], a, bl);
+        Mma<T>::run(acc[nt], a, bh);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      acc[nt][0] *= decay_lo;
+      acc[nt][1] *= decay_lo;
+      acc[nt][2] *= decay_hi;
+      acc[nt][3] *= decay_hi;
+    }
+    // + P U: both float32, three products. P is zero past the diagonal block.
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks) {
+      if (ks > warp) break;
+      uint32_t ah[4], al[4];
+      lda_split<T>(ah, al, P_s + 16 * warp * kLdCC + 16 * ks, kLdCC);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        uint32_t bh[2], bl[2];
+        ldb_split<T>(bh, bl, U_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
+        Mma<T>::run(acc[nt], al, bh);
+        Mma<T>::run(acc[nt], ah, bl);
+        Mma<T>::run(acc[nt], ah, bh);
+      }
+    }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int i = 16 * warp + g + 8 * hh;
+      if (i >= L) continue;
+      T* orow = o + ((b * s.T + t0 + i) * s.HV + hv) * V + c0;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        *reinterpret_cast<uint32_t*>(orow + 8 * nt + t) =
+            Mma<T>::pack(p.scale * acc[nt][2 * hh], p.scale * acc[nt][2 * hh + 1]);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launchers.
+
+int64_t num_chunks(const GdnParams& p) { return (p.shape.T + kC - 1) / kC; }
+
+size_t align256(size_t x) { return (x + 255) / 256 * 256; }
+
+// Raises the kernel's dynamic shared-memory limit when it needs more than the default 48 KiB.
+template <typename Kernel>
+cudaError_t allow_smem(Kernel kernel, int bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+template <typename T>
+cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_prepare_kernel<T>, bytes)) return e;
+  const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
+  gdn_wy_ut_prepare_kernel<T><<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+template <typename T, int kK>
+cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const int bytes = states_smem_bytes(kK);
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK>, bytes)) return e;
+  const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
+  gdn_wy_ut_state_kernel<T, kK><<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  switch (p.shape.K) {
+    case 64: return states_for_k<T, 64>(p, ws, stream);
+    case 128: return states_for_k<T, 128>(p, ws, stream);
+    case 256: return states_for_k<T, 256>(p, ws, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const int bytes = output_smem_bytes(int(p.shape.K));
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_output_kernel<T>, bytes)) return e;
+  const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
+  gdn_wy_ut_output_kernel<T><<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
+  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta);
+}
+
+}  // namespace
+
+const char* gdn_wy_ut_unsupported(const GdnParams& p) {
+  const GdnShape& s = p.shape;
+  if (p.dtype != DType::bf16 && p.dtype != DType::f16)
+    return "wy_ut takes bf16 or fp16 inputs only (fp32: use recurrent or chunked)";
+  if (p.chunk != kC) return "wy_ut runs chunk 64 only";
+  if (s.K != 64 && s.K != 128 && s.K != 256) return "wy_ut needs K in {64, 128, 256}";
+  if (s.V < kBV || s.V > 256 || s.V % kBV != 0) return "wy_ut needs V a multiple of 32 up to 256";
+  if (s.B < 1 || s.T < 1 || s.H < 1 || s.HV < 1 || s.HV % s.H != 0)
+    return "wy_ut needs positive sizes and HV a multiple of H";
+  if (s.B > 65535 || s.HV > 65535) return "wy_ut needs B and HV <= 65535";
+  if ((s.T + kC - 1) / kC > 0x7FFFFFFF) return "wy_ut needs ceil(T / 64) < 2^31";
+  if (!p.q || !p.k || !p.v || !p.o || (p.use_delta && !p.beta)) return "wy_ut: a required pointer is null";
+  return nullptr;
+}
+
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
+  const GdnShape& s = p.shape;
+  const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
+  return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
+         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4);
+}
+
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
+  const GdnShape& s = p.shape;
+  const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
+  auto* base = static_cast<unsigned char*>(workspace);
+  GdnWyUtWorkspace ws;
+  ws.num_chunks = num_chunks(p);
+  ws.gamma = reinterpret_cast<float*>(base);
+  base += align256(chunks * kC * 4);
+  ws.W = reinterpret_cast<float*>(base);
+  base += align256(chunks * kC * size_t(s.K) * 4);
+  ws.U = reinterpret_cast<float*>(base);
+  base += align256(chunks * kC * size_t(s.V) * 4);
+  ws.states = reinterpret_cast<float*>(base);
+  return ws;
+}
+
+int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : prepare_for_type<__half>(p, ws, stream));
+}
+
+int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : states_for_type<__half>(p, ws, stream));
+}
+
+int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : output_for_type<__half>(p, ws, stream));
+}
+
+int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace) return int(cudaErrorInvalidValue);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, workspace);
+  if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;
+  if (const int e = launch_gdn_wy_ut_states(p, ws, stream)) return e;
+  return launch_gdn_wy_ut_output(p, ws, stream);
+}

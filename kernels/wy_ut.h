@@ -1,0 +1,51 @@
+// wy_ut: the chunked GDN forward (DESIGN.md section 1) with its products on tensor cores.
+// Host-only declarations: no CUDA headers needed to include this. The algorithm, its rounding and
+// its budgets are described at the top of kernels/wy_ut.cu.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gdn_params.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+// Chunk size of every wy_ut kernel (GdnParams::chunk must equal it).
+constexpr int kWyUtChunk = 64;
+
+// nullptr when wy_ut can run these parameters, else what is wrong (and what to do instead):
+// dtype bf16 or fp16 (never fp32), chunk 64, K in {64, 128, 256}, V a multiple of 32 up to 256,
+// B and HV <= 65535, HV a multiple of H. Launchers return cudaErrorInvalidValue in those cases.
+const char* gdn_wy_ut_unsupported(const GdnParams& p);
+
+// The float32 workspace, in the layouts of GdnChunkIntermediates (reference/gdn_reference.h):
+// N = ceil(T / 64) chunks, every chunk padded to 64 rows, rows past the sequence end are zero.
+struct GdnWyUtWorkspace {
+  int64_t num_chunks = 0;
+  float* gamma = nullptr;   // [B, HV, N, C]     local cumulative sums of g (stage 1)
+  float* W = nullptr;       // [B, HV, N, C, K]  Tm diag(beta exp(gamma)) K (stage 1; not written
+                            //                   without the delta term, where W = 0)
+  float* U = nullptr;       // [B, HV, N, C, V]  U0 = Tm diag(beta) V after stage 1, overwritten in
+                            //                   place by U = U0 - W S0 in stage 2
+  float* states = nullptr;  // [B, HV, N, K, V]  state entering each chunk (stage 2)
+  // Optional, for tests (nullptr in normal runs; not part of the workspace size): stage 1 also
+  // writes A and Tm = (I + A)^-1 here, [B, HV, N, C, C], rows past the sequence end zero.
+  float* A = nullptr;
+  float* Tm = nullptr;
+};
+
+// Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned).
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
+// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`.
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace);
+
+// The three stages, each one kernel launch (return cudaError_t as int, 0 = success):
+//   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0.
+//   2 states:  per (b, hv, 32 value columns), sequential over chunks: U, entering states, hT.
+//   3 output:  per (b, hv, chunk): o.
+int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+
+// All three stages on `stream`; workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates,
+// synchronises, prints or exits.
+int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream);

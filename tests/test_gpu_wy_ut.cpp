@@ -1,0 +1,371 @@
+// Tests of the wy_ut variant (kernels/wy_ut.cu). [gpu]: its three stages against the float64
+// chunked reference's intermediates, and the whole launcher against the float64 recurrence over
+// dtypes, sequence lengths (tail chunks), head dims, h0, grouped value heads and the gate and delta
+// terms. Without a GPU each [gpu] test says why in a warning and checks nothing else; the support
+// checks and the workspace layout are host code and always run.
+#include <catch2/catch.hpp>
+
+#ifdef GDNBENCH_HAVE_CUDA
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "harness/cuda_check.h"
+#include "harness/device_buffer.h"
+#include "harness/gpu_runtime.h"
+#include "harness/inputs.h"
+#include "harness/metrics.h"
+#include "harness/tolerance.h"
+#include "kernels/wy_ut.h"
+#include "reference/gdn_reference.h"
+#include "tests/test_util.h"
+
+namespace {
+
+// Every operand that is not an input is split into two dtype values (kernels/wy_ut.cu), so the
+// intermediates and the float32 state carry ~1e-5 relative error (measured on a CPU emulation of
+// the kernels: <= 4e-6), far below what rounding them to bf16 would cost (~2e-3).
+constexpr double kIntermediateBound = 1e-4;
+constexpr double kStateBound = 1e-4;
+
+bool gpu_or_warn() {
+  static const GpuInfo gpu = query_gpu();
+  if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
+  return gpu.available;
+}
+
+DeviceBuffer to_device(const std::vector<float>& x, DType dt) {
+  DeviceBuffer buf(x.size() * dtype_bytes(dt));
+  if (x.empty()) return buf;
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(buf.get(), x.data(), buf.bytes(), cudaMemcpyHostToDevice));
+    return buf;
+  }
+  std::vector<uint16_t> bits(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    bits[i] = dt == DType::bf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
+  CUDA_CHECK(cudaMemcpy(buf.get(), bits.data(), buf.bytes(), cudaMemcpyHostToDevice));
+  return buf;
+}
+
+// n elements of type dt as float; 16-bit poison comes back as the float32 poison.
+std::vector<float> from_device(const void* ptr, int64_t n, DType dt) {
+  std::vector<float> out(static_cast<size_t>(n));
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(out.data(), ptr, size_t(n) * 4, cudaMemcpyDeviceToHost));
+    return out;
+  }
+  std::vector<uint16_t> bits(static_cast<size_t>(n));
+  CUDA_CHECK(cudaMemcpy(bits.data(), ptr, size_t(n) * 2, cudaMemcpyDeviceToHost));
+  const uint16_t poison = dt == DType::bf16 ? kPoisonBitsBf16 : kPoisonBitsF16;
+  for (size_t i = 0; i < bits.size(); ++i)
+    out[i] = bits[i] == poison ? poison_value_f32()
+             : dt == DType::bf16 ? bf16_bits_to_float(bits[i])
+                                 : half_bits_to_float(bits[i]);
+  return out;
+}
+
+// Inputs and outputs of one problem on the device (outputs poisoned), and the params for them.
+struct DeviceGdn {
+  DeviceBuffer q, k, v, g, beta, h0, o, hT;
+  GdnParams params;
+  DeviceGdn(const Problem& pr, const HostInputs& in)
+      : q(to_device(in.q, pr.dtype)), k(to_device(in.k, pr.dtype)), v(to_device(in.v, pr.dtype)),
+        g(to_device(in.g, DType::f32)), beta(to_device(in.beta, DType::f32)),
+        h0(to_device(in.h0, DType::f32)),
+        o(size_t(pr.shape.v_elems()) * dtype_bytes(pr.dtype)),
+        hT(size_t(pr.shape.state_elems()) * 4) {
+    poison_device_buffer(o.get(), pr.shape.v_elems(), pr.dtype, nullptr);
+    poison_device_buffer(hT.get(), pr.shape.state_elems(), DType::f32, nullptr);
+    params.shape = pr.shape;
+    params.dtype = pr.dtype;
+    params.q = q.get();
+    params.k = k.get();
+    params.v = v.get();
+    params.g = in.g.empty() ? nullptr : g.as<float>();
+    params.beta = beta.as<float>();
+    params.h0 = in.h0.empty() ? nullptr : h0.as<float>();
+    params.o = o.get();
+    params.hT = hT.as<float>();
+    params.scale = float(pr.resolved_scale());
+    params.use_delta = pr.use_delta;
+    params.chunk = kWyUtChunk;
+  }
+};
+
+GdnRefOptions ref_options(const Problem& pr) {
+  GdnRefOptions ro;
+  ro.scale = pr.resolved_scale();
+  ro.use_delta = pr.use_delta;
+  ro.threads = 4;
+  return ro;
+}
+
+struct Outcome {
+  TensorMetrics o, ht;
+};
+
+// The whole launcher on one problem, against the float64 recurrence.
+Outcome run_wy_ut(const Problem& pr) {
+  const HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  REQUIRE(gdn_wy_ut_unsupported(d.params) == nullptr);
+  DeviceBuffer ws(gdn_wy_ut_workspace_bytes(d.params));
+  REQUIRE(launch_gdn_wy_ut(d.params, ws.get(), nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const GdnRefOutputs ref = gdn_recurrent_ref(pr.shape, to_f64(in).view(), ref_options(pr));
+  const GdnShape& s = pr.shape;
+  return {compare_to_reference(from_device(d.o.get(), s.v_elems(), pr.dtype), ref.o, pr.dtype),
+          compare_to_reference(from_device(d.hT.get(), s.state_elems(), DType::f32), ref.hT, DType::f32)};
+}
+
+void check_outcome(const Problem& pr, const Outcome& r) {
+  const Tolerance tol = tolerance_for(Precision::tensor_core, pr.dtype);
+  INFO("o rel_l2 " << r.o.rel_l2 << " (floor " << r.o.floor_rel_l2 << ", bound " << tol.o_rel_l2
+                   << "), hT rel_l2 " << r.ht.rel_l2 << " (bound " << kStateBound << ")");
+  CHECK(r.o.unwritten == 0);
+  CHECK(r.o.nan_count == 0);
+  CHECK(r.ht.unwritten == 0);
+  CHECK(r.ht.nan_count == 0);
+  CHECK(r.o.rel_l2 <= tol.o_rel_l2);
+  CHECK(r.ht.rel_l2 <= kStateBound);
+}
+
+// A float32 workspace part of n elements, read back.
+std::vector<float> part(const float* ptr, int64_t n) { return from_device(ptr, n, DType::f32); }
+
+}  // namespace
+
+TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching the device", "[wy_ut]") {
+  GdnParams p;
+  p.shape = GdnShape{1, 100, 1, 1, 128, 128};
+  int dummy = 0;
+  p.q = p.k = p.v = &dummy;
+  p.o = &dummy;
+  p.beta = reinterpret_cast<const float*>(&dummy);
+  p.chunk = 64;
+  p.dtype = DType::bf16;
+  CHECK(gdn_wy_ut_unsupported(p) == nullptr);
+  p.dtype = DType::f16;
+  CHECK(gdn_wy_ut_unsupported(p) == nullptr);
+
+  SECTION("fp32 inputs") { p.dtype = DType::f32; }
+  SECTION("a chunk other than 64") { p.chunk = 32; }
+  SECTION("K outside {64, 128, 256}") { p.shape.K = 96; }
+  SECTION("V not a multiple of 32") { p.shape.V = 48; }
+  SECTION("V past 256") { p.shape.V = 288; }
+  SECTION("HV not a multiple of H") { p.shape.H = 2; p.shape.HV = 3; }
+  SECTION("no beta with the delta term") { p.beta = nullptr; }
+  CHECK(gdn_wy_ut_unsupported(p) != nullptr);
+  std::vector<char> ws(1 << 20);
+  CHECK(launch_gdn_wy_ut(p, ws.data(), nullptr) == int(cudaErrorInvalidValue));
+}
+
+TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
+  GdnParams p;
+  p.shape = GdnShape{2, 130, 1, 3, 128, 96};
+  const size_t bytes = gdn_wy_ut_workspace_bytes(p);
+  std::vector<unsigned char> buffer(bytes + 256);
+  unsigned char* base = buffer.data() + (256 - reinterpret_cast<uintptr_t>(buffer.data()) % 256);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base);
+  const int64_t chunks = 2 * 3 * 3;  // B HV ceil(130 / 64)
+  CHECK(ws.num_chunks == 3);
+  struct Part { const float* ptr; int64_t elems; };
+  const Part parts[] = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * 128}, {ws.U, chunks * 64 * 96},
+                        {ws.states, chunks * 128 * 96}};
+  const auto at = [&](const float* x) { return reinterpret_cast<const unsigned char*>(x) - base; };
+  int64_t end = 0;
+  for (const Part& pt : parts) {
+    CHECK(at(pt.ptr) % 256 == 0);
+    CHECK(at(pt.ptr) >= end);
+    end = at(pt.ptr) + pt.elems * 4;
+  }
+  CHECK(end <= int64_t(bytes));
+  CHECK(ws.A == nullptr);
+  CHECK(ws.Tm == nullptr);
+}
+
+TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  Problem pr;
+  pr.shape = GdnShape{1, 150, 1, 2, 64, 64};  // 3 chunks, the last one 22 rows
+  pr.dtype = DType::bf16;
+  pr.use_h0 = true;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed);
+  const HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  GdnChunkIntermediates im;
+  const RefInputsF64 ref_in = to_f64(in);
+  gdn_chunked_ref(pr.shape, ref_in.view(), ref_options(pr), kWyUtChunk, &im);
+  const GdnRefOutputs ref = gdn_recurrent_ref(pr.shape, ref_in.view(), ref_options(pr));
+
+  const GdnShape& s = pr.shape;
+  const int64_t C = kWyUtChunk, chunks = s.B * s.HV * im.num_chunks;
+  DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params));
+  DeviceBuffer A_buf(size_t(chunks * C * C) * 4), Tm_buf(size_t(chunks * C * C) * 4);
+  // Poisoned, so a part a stage leaves unwritten shows as such.
+  poison_device_buffer(ws_buf.get(), int64_t(ws_buf.bytes() / 4), DType::f32, nullptr);
+  poison_device_buffer(A_buf.get(), chunks * C * C, DType::f32, nullptr);
+  poison_device_buffer(Tm_buf.get(), chunks * C * C, DType::f32, nullptr);
+  GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get());
+  ws.A = A_buf.as<float>();
+  ws.Tm = Tm_buf.as<float>();
+  REQUIRE(ws.num_chunks == im.num_chunks);
+
+  auto check = [](const char* name, const std::vector<float>& got, const std::vector<double>& want,
+                  double bound) {
+    const TensorMetrics m = compare_to_reference(got, want, DType::f32);
+    INFO(name << ": rel_l2 " << m.rel_l2 << ", max_abs " << m.max_abs << " at " << m.worst_index
+              << ", unwritten " << m.unwritten << ", non-finite " << m.nan_count);
+    CHECK(m.unwritten == 0);
+    CHECK(m.nan_count == 0);
+    CHECK(m.rel_l2 <= bound);
+  };
+
+  REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws, nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  check("gamma", part(ws.gamma, chunks * C), im.gamma, kIntermediateBound);
+  check("A", part(ws.A, chunks * C * C), im.A, kIntermediateBound);
+  check("Tm", part(ws.Tm, chunks * C * C), im.T_inv, kIntermediateBound);
+  check("W", part(ws.W, chunks * C * s.K), im.W, kIntermediateBound);
+  check("U0", part(ws.U, chunks * C * s.V), im.U0, kIntermediateBound);
+
+  REQUIRE(launch_gdn_wy_ut_states(d.params, ws, nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  check("U", part(ws.U, chunks * C * s.V), im.U, kIntermediateBound);
+  check("chunk states", part(ws.states, chunks * s.K * s.V), im.chunk_states, kIntermediateBound);
+  check("hT", part(d.params.hT, s.state_elems()), ref.hT, kStateBound);
+
+  REQUIRE(launch_gdn_wy_ut_output(d.params, ws, nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const TensorMetrics o = compare_to_reference(from_device(d.o.get(), s.v_elems(), pr.dtype), ref.o, pr.dtype);
+  INFO("o: rel_l2 " << o.rel_l2 << ", floor " << o.floor_rel_l2);
+  CHECK(o.unwritten == 0);
+  CHECK(o.nan_count == 0);
+  CHECK(o.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
+}
+
+TEST_CASE("wy_ut matches the float64 recurrence over dtypes, lengths, head dims and h0", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t T = GENERATE(1, 63, 64, 65, 200, 1000);
+  const int64_t KV = GENERATE(64, 128, 256);
+  const bool h0 = GENERATE(false, true);
+  Problem pr;
+  pr.shape = GdnShape{2, T, 1, 2, KV, KV};
+  pr.dtype = dt;
+  pr.use_h0 = h0;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " T " << T << " K = V = " << KV << " h0 " << h0);
+  check_outcome(pr, run_wy_ut(pr));
+}
+
+TEST_CASE("wy_ut covers grouped value heads, DeltaNet and gated linear attention", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const bool gate = GENERATE(false, true);
+  const bool delta = GENERATE(false, true);
+  const auto KV = GENERATE(std::pair<int64_t, int64_t>{128, 128}, std::pair<int64_t, int64_t>{64, 256},
+                           std::pair<int64_t, int64_t>{256, 96});
+  Problem pr;
+  pr.shape = GdnShape{2, 130, 2, 4, KV.first, KV.second};  // q/k head h serves value heads 2h, 2h+1
+  pr.dtype = dt;
+  pr.use_gate = gate;
+  pr.use_delta = delta;
+  pr.use_h0 = true;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " gate " << gate << " delta " << delta
+               << " K " << KV.first << " V " << KV.second);
+  check_outcome(pr, run_wy_ut(pr));
+}
+
+TEST_CASE("wy_ut stays finite and accurate under strong decay and extreme beta", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int dist = GENERATE(0, 1, 2, 3);
+  Problem pr;
+  pr.shape = GdnShape{1, 200, 1, 2, 128, 128};
+  pr.dtype = dt;
+  pr.use_h0 = true;
+  if (dist == 0) pr.gate_dist = GateDist::strong;  // exp(gamma) underflows to 0 inside a chunk
+  if (dist == 1) pr.gate_dist = GateDist::zero;
+  if (dist == 2) pr.beta_dist = BetaDist::one;
+  if (dist == 3) pr.beta_dist = BetaDist::zero;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " " << pr.distributions());
+  check_outcome(pr, run_wy_ut(pr));
+}
+
+TEST_CASE("wy_ut's error stays at the dtype's rounding floor at T = 2048", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  Problem pr;
+  pr.shape = GdnShape{1, 2048, 2, 4, 128, 128};
+  pr.dtype = dt;
+  pr.use_h0 = true;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt));
+  const Outcome r = run_wy_ut(pr);
+  check_outcome(pr, r);
+  // The products add ~1e-5 before o is rounded once: the error is the rounding's own.
+  CHECK(r.o.err_vs_floor <= 1.2);
+}
+
+TEST_CASE("wy_ut indexes past 2^31 elements", "[gpu][wy_ut][slow][.]") {
+  if (!gpu_or_warn()) return;
+  // v and o hold B T HV V = 2^31 elements; the last value head is checked against a float64
+  // recurrence of that head alone. About 30 GB of device memory and 25 GB of host memory.
+  Problem pr;
+  pr.shape = GdnShape{1, 262144, 1, 32, 64, 256};
+  pr.dtype = DType::bf16;
+  pr.use_h0 = true;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed);
+  const GdnShape& s = pr.shape;
+  const int64_t hv = s.HV - 1;
+  HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  DeviceBuffer ws(gdn_wy_ut_workspace_bytes(d.params));
+  REQUIRE(launch_gdn_wy_ut(d.params, ws.get(), nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+
+  // Head hv alone: q, k as they are (H = 1), v, g, beta, h0 and the outputs sliced.
+  GdnShape one = s;
+  one.HV = 1;
+  HostInputs head;
+  head.q = std::move(in.q);
+  head.k = std::move(in.k);
+  head.v.resize(size_t(s.T * s.V));
+  head.g.resize(size_t(s.T));
+  head.beta.resize(size_t(s.T));
+  for (int64_t t = 0; t < s.T; ++t) {
+    std::copy_n(in.v.begin() + (t * s.HV + hv) * s.V, s.V, head.v.begin() + t * s.V);
+    head.g[size_t(t)] = in.g[size_t(t * s.HV + hv)];
+    head.beta[size_t(t)] = in.beta[size_t(t * s.HV + hv)];
+  }
+  head.h0.assign(in.h0.begin() + hv * s.K * s.V, in.h0.begin() + (hv + 1) * s.K * s.V);
+  in = HostInputs();
+  const GdnRefOutputs ref = gdn_recurrent_ref(one, to_f64(head).view(), ref_options(pr));
+
+  std::vector<uint16_t> o_bits(size_t(s.T * s.V));
+  CUDA_CHECK(cudaMemcpy2D(o_bits.data(), size_t(s.V) * 2,
+                          static_cast<const uint16_t*>(d.params.o) + hv * s.V, size_t(s.HV * s.V) * 2,
+                          size_t(s.V) * 2, size_t(s.T), cudaMemcpyDeviceToHost));
+  std::vector<float> o(o_bits.size());
+  for (size_t i = 0; i < o.size(); ++i)
+    o[i] = o_bits[i] == kPoisonBitsBf16 ? poison_value_f32() : bf16_bits_to_float(o_bits[i]);
+  const TensorMetrics mo = compare_to_reference(o, ref.o, pr.dtype);
+  const TensorMetrics mh = compare_to_reference(part(d.params.hT + hv * s.K * s.V, s.K * s.V), ref.hT, DType::f32);
+  INFO("o rel_l2 " << mo.rel_l2 << " hT rel_l2 " << mh.rel_l2);
+  CHECK(mo.unwritten == 0);
+  CHECK(mo.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
+  CHECK(mh.rel_l2 <= kStateBound);
+}
+
+#else
+
+TEST_CASE("wy_ut needs CUDA", "[gpu][wy_ut]") { WARN("skipped: built without CUDA"); }
+
+#endif
