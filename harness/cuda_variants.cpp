@@ -165,7 +165,7 @@ std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& i
 
 std::optional<std::string> wy_ut_unsupported(const Problem& p) {
   if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
-  if (const char* why = gdn_wy_ut_unsupported(params_for_sizing(p))) return std::string(why);
+  if (const char* why = gdn_wy_ut_shape_unsupported(params_for_sizing(p))) return std::string(why);
   return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
 }
 

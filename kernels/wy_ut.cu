@@ -621,6 +621,12 @@ bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
 }  // namespace
 
 const char* gdn_wy_ut_unsupported(const GdnParams& p) {
+  if (const char* why = gdn_wy_ut_shape_unsupported(p)) return why;
+  if (!p.q || !p.k || !p.v || !p.o || (p.use_delta && !p.beta)) return "wy_ut: a required pointer is null";
+  return nullptr;
+}
+
+const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   const GdnShape& s = p.shape;
   if (p.dtype != DType::bf16 && p.dtype != DType::f16)
     return "wy_ut takes bf16 or fp16 inputs only (fp32: use recurrent or chunked)";
@@ -631,7 +637,6 @@ const char* gdn_wy_ut_unsupported(const GdnParams& p) {
     return "wy_ut needs positive sizes and HV a multiple of H";
   if (s.B > 65535 || s.HV > 65535) return "wy_ut needs B and HV <= 65535";
   if ((s.T + kC - 1) / kC > 0x7FFFFFFF) return "wy_ut needs ceil(T / 64) < 2^31";
-  if (!p.q || !p.k || !p.v || !p.o || (p.use_delta && !p.beta)) return "wy_ut: a required pointer is null";
   return nullptr;
 }
 

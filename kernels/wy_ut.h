@@ -16,6 +16,8 @@ constexpr int kWyUtChunk = 64;
 // dtype bf16 or fp16 (never fp32), chunk 64, K in {64, 128, 256}, V a multiple of 32 up to 256,
 // B and HV <= 65535, HV a multiple of H. Launchers return cudaErrorInvalidValue in those cases.
 const char* gdn_wy_ut_unsupported(const GdnParams& p);
+// The same without the pointer checks: what the registry asks before any buffer exists.
+const char* gdn_wy_ut_shape_unsupported(const GdnParams& p);
 
 // The float32 workspace, in the layouts of GdnChunkIntermediates (reference/gdn_reference.h):
 // N = ceil(T / 64) chunks, every chunk padded to 64 rows, rows past the sequence end are zero.

@@ -369,3 +369,14 @@ TEST_CASE("wy_ut indexes past 2^31 elements", "[gpu][wy_ut][slow][.]") {
 TEST_CASE("wy_ut needs CUDA", "[gpu][wy_ut]") { WARN("skipped: built without CUDA"); }
 
 #endif
+
+TEST_CASE("wy_ut accepts a supported shape before any buffer exists (the registry's question)", "[wy_ut]") {
+  GdnParams p;  // every pointer null, as when the registry sizes a problem
+  p.shape = GdnShape{1, 1000, 2, 4, 128, 128};
+  p.dtype = DType::bf16;
+  p.chunk = kWyUtChunk;
+  CHECK(gdn_wy_ut_shape_unsupported(p) == nullptr);
+  CHECK(gdn_wy_ut_unsupported(p) != nullptr);  // the launcher still refuses null pointers
+  p.dtype = DType::f32;
+  CHECK(gdn_wy_ut_shape_unsupported(p) != nullptr);
+}
