@@ -41,6 +41,9 @@ class CpuGdnRun final : public VariantRun {
   void poison_outputs() override {
     std::fill(o_.begin(), o_.end(), poison_value_f32());
     std::fill(hT_.begin(), hT_.end(), poison_value_f32());
+    // Scratch too: a kernel that reads workspace it did not write (say, a state never zeroed)
+    // then fails however many heads each worker thread happens to see.
+    std::fill(workspace_.begin(), workspace_.end(), poison_value_f32());
   }
   void launch() override {
     if (kernel_(params_, workspace_.data(), threads_) != CpuStatus::ok)

@@ -318,7 +318,7 @@ TEST_CASE("the binary: an unsupported chunk gives a SKIPPED row and exit 0", "[c
 }
 
 TEST_CASE("the binary: verify exits 1 when a check fails", "[cli][binary]") {
-  // No mutation hook exists to break a kernel on purpose. An honest failure instead: with
+  // The binary has no mutation hooks (only gdnbench_mutation_tests does). An honest failure: with
   // --scale 1e9 the exact outputs (|o| ~ 1e8) do not fit in fp16 (max 65504), so the kernel
   // writes inf where the float64 reference is finite: a non-finite output fails the check.
   testutil::TempDir dir;
