@@ -16,6 +16,8 @@
 // Differs from the CPU recurrent only in summation order.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/cuda_common.cuh"
 #include "kernels/cuda_kernels.h"
 
@@ -158,29 +160,40 @@ gdn_recurrent_kernel(const GdnParams p) {
   }
 }
 
-// Decode shape (T <= kDecodeMaxT, e.g. one new token against a carried state): one block of 8
-// warps per (b, hv, 32 value columns); lane = column, warp w holds state rows [w R, w R + R) with
-// R = K / 8 rounded up to 8, 16 or 32, so every state row is read and written as 128 contiguous
-// bytes per warp and a thread holds only R floats (occupancy, not arithmetic, decides decode).
+// Decode shape (T <= kDecodeMaxT, e.g. one new token against a carried state): blocks of W warps
+// over 32 value columns; lane = column, warp w holds state rows [w R, w R + R) (W x R = 64, 128
+// or 256 = 8 x 8, 8 x 16, 16 x 16 by K), so every state row is read and written as 128
+// contiguous bytes per warp and a thread holds only R floats (occupancy decides decode). Registers
+// are capped at half occupancy (64 per thread), which the state fits without spills.
 // One pass over the registers gives the partial dot products S^T k, S^T q and k.q; the output
 // uses S_new^T q = alpha S^T q + u (k.q), so it needs no second reduction after the update.
-// Shared memory: 3 x 8 x 32 partials + 32 u values = 3.2 KiB.
-constexpr int kDecodeWarps = 8;
+// Blocks loop over heads: one head per block left warps idle between short-lived blocks (ncu:
+// 36% warps active against 62% possible, DRAM at 53%).
+// Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB.
+#ifndef GDN_DECODE_ONE_HEAD_PER_BLOCK
+#define GDN_DECODE_ONE_HEAD_PER_BLOCK 0  // 1 restores one head per block (for comparison runs)
+#endif
+constexpr int64_t kDecodeBlocks = 132 * 5 * 2;  // two waves of 5 resident blocks on 132 SMs
 constexpr int64_t kDecodeMaxT = 8;
 
-template <typename T, int kRows>
-__global__ void __launch_bounds__(kDecodeWarps * 32)
+template <typename T, int kRows, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, 2048 / (kWarps * 32) / 2)
 gdn_recurrent_decode_kernel(const GdnParams p) {
-  __shared__ float partial[3][kDecodeWarps][32];
+  __shared__ float partial[3][kWarps][32];
   __shared__ float u_s[32];
   __shared__ float alpha_s;
   const GdnShape s = p.shape;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t b = blockIdx.z, hv = blockIdx.y, h = hv / (s.HV / s.H);
   const int64_t j = int64_t(blockIdx.x) * 32 + lane;
   const bool col_ok = j < s.V;
   const int64_t row0 = int64_t(warp) * kRows;
-  const int64_t state_base = (b * s.HV + hv) * s.K * s.V;
+#if GDN_DECODE_ONE_HEAD_PER_BLOCK
+  for (int64_t head = blockIdx.y; head == blockIdx.y; ++head) {
+#else
+  for (int64_t head = blockIdx.y; head < s.B * s.HV; head += gridDim.y) {
+#endif
+  const int64_t b = head / s.HV, hv = head % s.HV, h = hv / (s.HV / s.H);
+  const int64_t state_base = head * s.K * s.V;
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
@@ -197,6 +210,7 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
     const T* kt = k + (tok * s.H + h) * s.K;
     const T* qt = q + (tok * s.H + h) * s.K;
     float ps = 0.0f, pq = 0.0f, kq = 0.0f;
+    __syncthreads();  // the previous token's (or head's) partials and u are consumed
 #pragma unroll
     for (int n = 0; n < kRows; ++n) {
       const int64_t i = row0 + n;
@@ -213,7 +227,7 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
     if (warp == 0) {
       float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kDecodeWarps; ++w) {
+      for (int w = 0; w < kWarps; ++w) {
         PS += partial[0][w][lane];
         PQ += partial[1][w][lane];
         KQ += partial[2][w][lane];
@@ -238,6 +252,7 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
       if (i < s.K) p.hT[state_base + i * s.V + j] = S[n];
     }
   }
+  }  // heads
 }
 
 template <typename T>
@@ -248,10 +263,17 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
     return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
   };
   if (p.shape.T <= kDecodeMaxT) {
-    const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(p.shape.HV), unsigned(p.shape.B));
-    if (K <= 64) gdn_recurrent_decode_kernel<T, 8><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
-    else if (K <= 128) gdn_recurrent_decode_kernel<T, 16><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
-    else gdn_recurrent_decode_kernel<T, 32><<<grid, kDecodeWarps * 32, 0, stream>>>(p);
+    // Blocks loop over heads (kernel comment); enough of them for two waves of resident blocks.
+    const int64_t heads = p.shape.B * p.shape.HV, col_blocks = (p.shape.V + 31) / 32;
+#if GDN_DECODE_ONE_HEAD_PER_BLOCK
+    const int64_t head_blocks = heads;
+#else
+    const int64_t head_blocks = std::min<int64_t>(heads, std::max<int64_t>(1, kDecodeBlocks / col_blocks));
+#endif
+    const dim3 grid(unsigned(col_blocks), unsigned(head_blocks), 1);
+    if (K <= 64) gdn_recurrent_decode_kernel<T, 8, 8><<<grid, 8 * 32, 0, stream>>>(p);
+    else if (K <= 128) gdn_recurrent_decode_kernel<T, 16, 8><<<grid, 8 * 32, 0, stream>>>(p);
+    else gdn_recurrent_decode_kernel<T, 16, 16><<<grid, 16 * 32, 0, stream>>>(p);
   } else if (p.shape.T >= kLongSequence) {
     if (K <= 64) gdn_recurrent_kernel<T, 4, 16><<<grid_for(4), kThreads, 0, stream>>>(p);
     else if (K <= 128) gdn_recurrent_kernel<T, 8, 16><<<grid_for(8), kThreads, 0, stream>>>(p);
