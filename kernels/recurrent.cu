@@ -173,7 +173,7 @@ gdn_recurrent_kernel(const GdnParams p) {
 #ifndef GDN_DECODE_ONE_HEAD_PER_BLOCK
 #define GDN_DECODE_ONE_HEAD_PER_BLOCK 0  // 1 restores one head per block (for comparison runs)
 #endif
-constexpr int64_t kDecodeBlocks = 132 * 5 * 2;  // two waves of 5 resident blocks on 132 SMs
+[[maybe_unused]] constexpr int64_t kDecodeBlocks = 132 * 4 * 2;  // two waves of 4 resident blocks on 132 SMs
 constexpr int64_t kDecodeMaxT = 8;
 
 template <typename T, int kRows, int kWarps>
