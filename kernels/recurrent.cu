@@ -167,11 +167,14 @@ gdn_recurrent_kernel(const GdnParams p) {
 // are capped at half occupancy (64 per thread), which the state fits without spills.
 // One pass over the registers gives the partial dot products S^T k, S^T q and k.q; the output
 // uses S_new^T q = alpha S^T q + u (k.q), so it needs no second reduction after the update.
-// Blocks loop over heads: one head per block left warps idle between short-lived blocks (ncu:
-// 36% warps active against 62% possible, DRAM at 53%).
+// What decides its speed is registers: capped at 64 per thread (half occupancy) it runs B=64,
+// H=32, K=V=128 in 0.087 ms against 0.108 ms uncapped (48-64 registers were enough, but without
+// the cap the compiler took up to 100 once the kernel looped). Blocks that loop over heads
+// (GDN_DECODE_ONE_HEAD_PER_BLOCK=0) measured slower at the same cap (0.096 ms), so one head per
+// block is the default.
 // Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB.
 #ifndef GDN_DECODE_ONE_HEAD_PER_BLOCK
-#define GDN_DECODE_ONE_HEAD_PER_BLOCK 0  // 1 restores one head per block (for comparison runs)
+#define GDN_DECODE_ONE_HEAD_PER_BLOCK 1  // 0: blocks loop over heads (kept for comparison runs)
 #endif
 [[maybe_unused]] constexpr int64_t kDecodeBlocks = 132 * 4 * 2;  // two waves of 4 resident blocks on 132 SMs
 constexpr int64_t kDecodeMaxT = 8;
