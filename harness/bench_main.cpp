@@ -20,21 +20,7 @@ void bench_case(benchmark::State& state, const VariantInfo* variant, Problem pro
   opt.gpu = query_gpu();
   opt.cpu_name = cpu_model_name();
   const HostInputs inputs = make_inputs(problem);
-  const RefInputsF64 ref_in = to_f64(inputs);
-  GdnRefOutputs gdn_ref;
-  std::vector<double> attn_ref;
-  const GdnShape& s = problem.shape;
-  if (variant->family == Family::gdn) {
-    GdnRefOptions ro;
-    ro.scale = problem.resolved_scale();
-    ro.use_delta = problem.use_delta;
-    ro.threads = opt.cpu_threads;
-    gdn_ref = gdn_recurrent_ref(s, ref_in.view(), ro);
-  } else {
-    attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
-                             ref_in.v.data(), problem.resolved_scale(), true, opt.cpu_threads);
-  }
-  const ResultRow verdict = run_case(Case{problem, variant, true}, inputs, gdn_ref, attn_ref, opt);
+  const ResultRow verdict = verify_single_case(Case{problem, variant, true}, opt, inputs);
   if (verdict.status != Status::pass) {
     state.SkipWithError((std::string(status_name(verdict.status)) + ": " + verdict.reason).c_str());
     return;

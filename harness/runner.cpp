@@ -117,6 +117,29 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   return row;
 }
 
+GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
+  GdnRefOptions ro;
+  ro.scale = p.resolved_scale();
+  ro.use_delta = p.use_delta;
+  ro.threads = threads;
+  return gdn_recurrent_ref(p.shape, in.view(), ro);
+}
+
+std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
+  const GdnShape& s = p.shape;
+  return attention_ref(s.B, s.T, s.HV, s.K, s.V, in.q.data(), in.k.data(), in.v.data(),
+                       p.resolved_scale(), true, threads);
+}
+
+ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs) {
+  const RefInputsF64 ref_in = to_f64(inputs);
+  const bool is_gdn = c.variant->family == Family::gdn;
+  const GdnRefOutputs gdn_ref = is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads) : GdnRefOutputs{};
+  const std::vector<double> attn_ref =
+      is_gdn ? std::vector<double>{} : attention_reference_for(c.problem, ref_in, opt.cpu_threads);
+  return run_case(c, inputs, gdn_ref, attn_ref, opt);
+}
+
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                          const std::function<void(const ResultRow&)>& on_row) {
   RunSummary summary;
@@ -150,19 +173,12 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       have_gdn_ref = have_attn_ref = false;
     }
     if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
-      GdnRefOptions ro;
-      ro.scale = c.problem.resolved_scale();
-      ro.use_delta = c.problem.use_delta;
-      ro.threads = opt.cpu_threads;
-      gdn_ref = gdn_recurrent_ref(c.problem.shape, ref_in.view(), ro);
+      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads);
       have_gdn_ref = true;
     }
     if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
         !attention_applicability(c.problem)) {
-      const GdnShape& s = c.problem.shape;
-      attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
-                               ref_in.v.data(), c.problem.resolved_scale(), true,
-                               opt.cpu_threads);
+      attn_ref = attention_reference_for(c.problem, ref_in, opt.cpu_threads);
       have_attn_ref = true;
     }
     ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);

@@ -36,4 +36,12 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
                    const std::vector<double>& attention_ref, const RunOptions& opt);
 
+// The float64 answers for a problem: the GDN recurrence, or causal attention over its q, k, v.
+GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads);
+std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
+
+// Inputs, the reference of the variant's family and the verdict of one case, from scratch (no
+// cache): for callers that verify a single case (the benchmark front end, tests).
+ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
+
 std::string cpu_model_name();

@@ -28,21 +28,7 @@ ResultRow verify_on_gpu(const char* variant_name, const Problem& p) {
   RunOptions opt;
   opt.gpu = query_gpu();
   opt.cpu_threads = 4;
-  const HostInputs in = make_inputs(p);
-  const RefInputsF64 ref_in = to_f64(in);
-  GdnRefOutputs gdn_ref;
-  std::vector<double> attn_ref;
-  const GdnShape& s = p.shape;
-  if (v->family == Family::gdn) {
-    GdnRefOptions ro;
-    ro.scale = p.resolved_scale();
-    ro.use_delta = p.use_delta;
-    gdn_ref = gdn_recurrent_ref(s, ref_in.view(), ro);
-  } else {
-    attn_ref = attention_ref(s.B, s.T, s.HV, s.K, s.V, ref_in.q.data(), ref_in.k.data(),
-                             ref_in.v.data(), p.resolved_scale(), true);
-  }
-  return run_case(Case{p, v, true}, in, gdn_ref, attn_ref, opt);
+  return verify_single_case(Case{p, v, true}, opt, make_inputs(p));
 }
 
 uint64_t fresh_seed() { return (uint64_t(std::random_device{}()) << 32) | std::random_device{}(); }
