@@ -14,6 +14,13 @@ namespace po = boost::program_options;
 
 namespace {
 
+// Sizes and counts are ints further down (chunk, samples, threads): larger values are refused, not
+// truncated. A problem's largest tensor must be addressable, and an invocation's grids may not
+// expand beyond kMaxCases (a few lines of a suite can otherwise ask for billions of cases).
+constexpr int64_t kMaxValue = 2147483647;
+constexpr double kMaxElements = 9007199254740992.0;  // 2^53
+constexpr size_t kMaxCases = 100000;
+
 po::options_description option_description() {
   po::options_description d("Options (lists are comma-separated; every list is an axis)");
   auto s = [](const char* def) { return po::value<std::string>()->default_value(def); };
@@ -39,6 +46,8 @@ po::options_description option_description() {
       ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
       ("seed", s("random"), "input seed (random: drawn fresh and recorded in the CSV)")
       ("out", s("reports/latest.csv"), "CSV output path")
+      ("resume", "keep the rows of an existing --out CSV and run only the cases it lacks "
+                 "(without --seed, the seed of that CSV)")
       ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this path")
       ("threads", s("0"), "CPU backend threads; 0: all cores")
       ("warmup", s("2"), "timing: warm-up runs")
@@ -66,6 +75,16 @@ int64_t parse_int(const std::string& flag, const std::string& text) {
   } catch (const std::exception&) {
     throw UsageError(fmt::format("--{}: '{}' is not an integer", flag, text));
   }
+}
+
+// A seed is any uint64 (random seeds use all 64 bits and the CSV records them so): digits only.
+uint64_t parse_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+  try {
+    if (digits) return uint64_t(std::stoull(text));
+  } catch (const std::exception&) {
+  }
+  throw UsageError(fmt::format("--seed: '{}' is not random or an integer in [0, 2^64)", text));
 }
 
 double parse_double(const std::string& flag, const std::string& text) {
@@ -101,12 +120,31 @@ std::vector<T> parse_named_list(const std::string& flag, const std::string& valu
   return out;
 }
 
+// Boost.Program_options 1.74 builds what() by replacing placeholders such as %canonical_option%
+// with what the user typed, from the start of the text again after each replacement: typed text
+// that holds a placeholder makes what() loop forever (found by tests/fuzz/fuzz_cli_args with
+// `--h%original_token%`). When the input holds a '%', the message is made here instead.
+UsageError po_usage_error(const po::error& e, const std::string& where, bool input_has_percent) {
+  if (input_has_percent)
+    if (const auto* named = dynamic_cast<const po::error_with_option_name*>(&e)) {
+      std::string name = named->get_option_name();
+      if (name.find('%') != std::string::npos) name = "(a name with '%')";
+      return UsageError(fmt::format("{}: option {} is unknown, repeated or malformed", where, name));
+    }
+  return UsageError(fmt::format("{}: {}", where, e.what()));  // po::error itself substitutes nothing
+}
+
+bool has_percent(const std::vector<std::string>& texts) {
+  return std::any_of(texts.begin(), texts.end(),
+                     [](const std::string& t) { return t.find('%') != std::string::npos; });
+}
+
 po::parsed_options parse_tokens(const std::vector<std::string>& tokens,
                                 const po::options_description& desc, const char* where) {
   try {
     return po::command_line_parser(tokens).options(desc).run();
   } catch (const po::error& e) {
-    throw UsageError(fmt::format("{}: {}", where, e.what()));
+    throw po_usage_error(e, where, has_percent(tokens));
   }
 }
 
@@ -115,7 +153,13 @@ void store_or_usage(const po::parsed_options& parsed, po::variables_map& vm, con
   try {
     po::store(parsed, vm);
   } catch (const po::error& e) {
-    throw UsageError(fmt::format("{}: {}", where, e.what()));
+    std::vector<std::string> typed;
+    for (const po::option& o : parsed.options) {
+      typed.push_back(o.string_key);
+      typed.insert(typed.end(), o.value.begin(), o.value.end());
+      typed.insert(typed.end(), o.original_tokens.begin(), o.original_tokens.end());
+    }
+    throw po_usage_error(e, where, has_percent(typed));
   }
 }
 
@@ -159,6 +203,22 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       variants.push_back({v, true});
     }
   }
+
+  // An upper bound of the cases this grid adds (the gate, delta and chunk rules drop some).
+  double bound = 1.0;
+  for (size_t n : {Bs.size(), Ts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
+                   dtypes.size(), gates.size(), deltas.size(), h0s.size(), gate_dists.size(),
+                   beta_dists.size(), variants.size()})
+    bound *= double(n);
+  bound += double(cases.size());  // those of the grids before
+  if (bound > double(kMaxCases))
+    throw UsageError(fmt::format("the grids expand to up to {:.3g} cases, more than {}; split them "
+                                 "into several runs", bound, kMaxCases));
+  const auto largest = [](const std::vector<int64_t>& xs) { return double(*std::max_element(xs.begin(), xs.end())); };
+  const double heads = std::max(largest(Hs), HVs.front() == 0 ? 0.0 : largest(HVs));
+  const double per_head = std::max({largest(Ks) * largest(Vs), largest(Ts) * largest(Ks), largest(Ts) * largest(Vs)});
+  if (largest(Bs) * heads * per_head > kMaxElements)
+    throw UsageError("the sizes give a tensor of more than 2^53 elements; use smaller B, T, H, HV, K or V");
 
   for (int64_t H : Hs)
     for (int64_t HV0 : HVs) {
@@ -210,6 +270,7 @@ std::vector<int64_t> parse_positive_list(const std::string& flag, const std::str
   for (const std::string& x : split_list(value)) {
     const int64_t v = parse_int(flag, x);
     if (v <= 0) throw UsageError(fmt::format("--{}: {} is not positive", flag, v));
+    if (v > kMaxValue) throw UsageError(fmt::format("--{}: {} is too large (at most {})", flag, v, kMaxValue));
     out.push_back(v);
   }
   if (out.empty()) throw UsageError(fmt::format("--{}: empty list", flag));
@@ -237,14 +298,20 @@ std::string usage_text() {
          "  list      print the variant registry\n"
          "  run       verify every case, then time the ones that pass; write the CSV\n"
          "  verify    verify only (no timing); exit 1 if any case fails\n"
-         "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n\n"
+         "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n"
+         "  report    gdnbench report A.csv [B.csv ...] [--out FILE] [--plots DIR]: markdown report\n"
+         "            (accuracy, timing, slope fits, crossovers, regressions against later CSVs)\n\n"
          "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
          "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n\n"
       << option_description();
   return out.str();
 }
 
-Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_available) {
+namespace {
+
+// parse_invocation, with the suite from `suite_stream` when it is given instead of the --suite file.
+Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda_available,
+                                 std::istream* suite_stream, const std::string& suite_name) {
   Invocation inv;
   if (args.empty()) throw UsageError("no command given (use list, run or verify; --help for more)");
   inv.command = args[0];
@@ -271,14 +338,23 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
     return inv;
   }
 
-  inv.suite_path = resolve_suite_path(cli_vm.count("suite") ? cli_vm["suite"].as<std::string>() : "default");
-  std::ifstream suite_file(inv.suite_path);
-  if (!suite_file) throw UsageError(fmt::format("--suite: cannot read '{}'", inv.suite_path));
+  std::ifstream suite_file;
+  if (suite_stream) {
+    inv.suite_path = suite_name;
+  } else {
+    inv.suite_path = resolve_suite_path(cli_vm.count("suite") ? cli_vm["suite"].as<std::string>() : "default");
+    suite_file.open(inv.suite_path);
+    if (!suite_file) throw UsageError(fmt::format("--suite: cannot read '{}'", inv.suite_path));
+    suite_stream = &suite_file;
+  }
+  std::ostringstream suite_text;
+  suite_text << suite_stream->rdbuf();
   po::parsed_options suite = [&] {
+    std::istringstream in(suite_text.str());
     try {
-      return po::parse_config_file(suite_file, desc);
+      return po::parse_config_file(in, desc);
     } catch (const po::error& e) {
-      throw UsageError(fmt::format("{}: {}", inv.suite_path, e.what()));
+      throw po_usage_error(e, inv.suite_path, suite_text.str().find('%') != std::string::npos);
     }
   }();
 
@@ -287,16 +363,20 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
   store_or_usage(cli, base, "command line");
   store_or_usage(suite, base, inv.suite_path.c_str());
   const std::string seed_text = opt(base, "seed");
+  inv.seed_given = seed_text != "random";
+  inv.resume = base.count("resume") > 0;
   inv.seed = seed_text == "random" ? (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}()
-                                   : uint64_t(parse_int("seed", seed_text));
+                                   : parse_seed(seed_text);
   inv.out_path = opt(base, "out");
   if (base.count("junit")) inv.junit_path = base["junit"].as<std::string>();
   const int64_t threads = parse_int("threads", opt(base, "threads"));
-  if (threads < 0) throw UsageError("--threads: must be 0 (all cores) or positive");
+  if (threads < 0 || threads > kMaxValue) throw UsageError("--threads: must be 0 (all cores) or a positive int");
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));
   inv.progress = !base.count("no-progress");
   inv.measure_ceilings = !base.count("no-ceilings");
-  inv.timing.warmup = int(parse_int("warmup", opt(base, "warmup")));
+  const int64_t warmup = parse_int("warmup", opt(base, "warmup"));
+  if (warmup > kMaxValue) throw UsageError(fmt::format("--warmup: {} is too large", warmup));
+  inv.timing.warmup = int(std::max<int64_t>(warmup, -1));  // negative: refused below
   inv.timing.min_samples = int(parse_positive_list("min-samples", opt(base, "min-samples"))[0]);
   inv.timing.max_samples = int(parse_positive_list("max-samples", opt(base, "max-samples"))[0]);
   inv.timing.max_seconds = parse_double("max-seconds", opt(base, "max-seconds"));
@@ -319,4 +399,15 @@ Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_avai
     expand_grid(vm, cuda_available, inv.seed, inv.cases);
   }
   return inv;
+}
+
+}  // namespace
+
+Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_available) {
+  return parse_invocation_impl(args, cuda_available, nullptr, "");
+}
+
+Invocation parse_invocation_with_suite(const std::vector<std::string>& args, bool cuda_available,
+                                       std::istream& suite, const std::string& suite_name) {
+  return parse_invocation_impl(args, cuda_available, &suite, suite_name);
 }

@@ -2,6 +2,7 @@
 // option file; each `grid = ...` line in it is a further set of flags, and every grid is expanded
 // into the cartesian product of its lists. Precedence: command line > grid line > suite > default.
 #pragma once
+#include <istream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ struct Invocation {
   std::string out_path;
   std::string junit_path;  // empty: no JUnit XML
   uint64_t seed = 0;
+  bool seed_given = false;  // --seed (not "random"): --resume keeps it instead of the CSV's seed
+  bool resume = false;      // --resume: keep the rows of --out, run only the cases it lacks
   int cpu_threads = 1;
   bool progress = true;
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
@@ -36,6 +39,10 @@ struct Invocation {
 
 // cuda_available decides what "--variants auto" picks. Throws UsageError.
 Invocation parse_invocation(const std::vector<std::string>& args, bool cuda_available);
+// The same with the suite read from `suite` (named `suite_name` in messages) instead of the
+// --suite file: what the suite-file fuzzer drives. Throws UsageError.
+Invocation parse_invocation_with_suite(const std::vector<std::string>& args, bool cuda_available,
+                                       std::istream& suite, const std::string& suite_name);
 std::string usage_text();
 
 // Helpers exposed for tests.

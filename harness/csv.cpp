@@ -151,8 +151,19 @@ std::string csv_row_line(const RunMeta& meta, const ResultRow& row) {
   return line + "\n";
 }
 
+std::vector<std::string> csv_row_fields(const RunMeta& meta, const ResultRow& row) {
+  std::vector<std::string> fields;
+  for (const Column& c : columns()) fields.push_back(c.value(meta, row));
+  return fields;
+}
+
 CsvWriter::CsvWriter(std::string path, RunMeta meta)
-    : path_(std::move(path)), meta_(std::move(meta)), contents_(csv_header_line()) {
+    : CsvWriter(std::move(path), std::move(meta), csv_header_line()) {}
+
+CsvWriter::CsvWriter(std::string path, RunMeta meta, std::string existing)
+    : path_(std::move(path)), meta_(std::move(meta)), contents_(std::move(existing)) {
+  if (contents_.empty()) contents_ = csv_header_line();
+  if (contents_.back() != '\n') contents_ += '\n';
   flush_to_disk();
 }
 

@@ -11,12 +11,16 @@ constexpr int kCsvSchemaVersion = 1;
 std::vector<std::string> csv_columns();
 std::string csv_header_line();
 std::string csv_row_line(const RunMeta& meta, const ResultRow& row);
+std::vector<std::string> csv_row_fields(const RunMeta& meta, const ResultRow& row);  // unescaped
 std::string csv_escape(const std::string& field);
 
 class CsvWriter {
  public:
   // Throws std::runtime_error when the path cannot be written.
   CsvWriter(std::string path, RunMeta meta);
+  // Continues a CSV (--resume): `existing` is its text, header included, which is kept as it is
+  // and rewritten with every appended row.
+  CsvWriter(std::string path, RunMeta meta, std::string existing);
   void append(const ResultRow& row);
   const std::string& path() const { return path_; }
 

@@ -13,6 +13,8 @@
 #include "harness/csv.h"
 #include "harness/gpu_runtime.h"
 #include "harness/junit.h"
+#include "harness/report.h"
+#include "harness/resume.h"
 #include "harness/runner.h"
 #include "harness/table.h"
 
@@ -32,12 +34,13 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
 }
 
-std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta) {
+std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta,
+                                    const std::string& existing) {
   namespace fs = std::filesystem;
   try {
     const fs::path parent = fs::path(path).parent_path();
     if (!parent.empty()) fs::create_directories(parent);
-    return std::make_unique<CsvWriter>(path, meta);
+    return std::make_unique<CsvWriter>(path, meta, existing);
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("--out: cannot write '{}' ({})", path, e.what()));
   }
@@ -80,8 +83,10 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
 }
 
 int run_main(const std::vector<std::string>& args) {
+  // `report` reads CSVs only: no GPU query, no case grid.
+  if (!args.empty() && args[0] == "report") return run_report({args.begin() + 1, args.end()});
   const GpuInfo gpu = query_gpu();
-  const Invocation inv = parse_invocation(args, gpu.available);
+  Invocation inv = parse_invocation(args, gpu.available);
   if (inv.command == "help") {
     fmt::print("{}", usage_text());
     return 0;
@@ -101,6 +106,12 @@ int run_main(const std::vector<std::string>& args) {
   opt.cpu_name = cpu_model_name();
   opt.gpu = gpu;
 
+  // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
+  const ResumeState resumed = inv.resume ? apply_resume(inv) : ResumeState{};
+  if (inv.resume)
+    fmt::print("resume: {} keeps {} rows; {} cases already there, {} to run\n", inv.out_path,
+               resumed.kept_rows, resumed.skipped_cases, inv.cases.size());
+
   RunMeta meta;
   meta.timestamp = utc_timestamp();
   meta.run_id = fmt::format("{}-{:x}", meta.timestamp, inv.seed);
@@ -112,7 +123,7 @@ int run_main(const std::vector<std::string>& args) {
   meta.suite = inv.suite_path;
   meta.seed = inv.seed;
 
-  std::unique_ptr<CsvWriter> csv = open_csv(inv.out_path, meta);
+  std::unique_ptr<CsvWriter> csv = open_csv(inv.out_path, meta, resumed.contents);
   const bool any_gpu_case = std::any_of(inv.cases.begin(), inv.cases.end(), [](const Case& c) {
     return c.variant->backend == Backend::cuda;
   });
@@ -140,10 +151,10 @@ int run_main(const std::vector<std::string>& args) {
   }
   if (summary.interrupted) {
     fmt::print(stderr, "gdnbench: interrupted; {} holds the {} finished cases\n", csv->path(),
-               summary.rows.size());
+               summary.rows.size() + resumed.kept_rows);
     return 130;
   }
-  return summary.failed > 0 ? 1 : 0;
+  return summary.failed > 0 || resumed.kept_failed > 0 ? 1 : 0;
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 # CUDA 13 (nvcc, cuBLAS) is expected to be installed already; without it only the CPU backend builds.
 set -euo pipefail
 
+# clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan; Debian 12 ships clang 14): scripts/fuzz.sh.
 packages=(cmake ninja-build g++ catch2 libfmt-dev libboost-program-options-dev libbenchmark-dev
-          python3-matplotlib)
+          python3-matplotlib clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

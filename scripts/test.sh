@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The tests: build (CUDA code compiles even where it cannot run), run the Catch2 suite ([gpu]
 # tests skip without a GPU), the mutation check (the gate must fail every bug planted in the CPU
-# kernels), then the correctness gate on whatever backend this machine has.
+# kernels), the correctness gate on whatever backend this machine has, then the command-line
+# and suite-file fuzzers for GDNBENCH_FUZZ_SECONDS each (default 20; scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 build/gdnbench_tests
 build/gdnbench_mutation_tests
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
+scripts/fuzz.sh "${GDNBENCH_FUZZ_SECONDS:-20}"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -184,6 +185,21 @@ const std::vector<BadInput>& bad_inputs() {
       {"unknown dtype", {"verify", "--suite", "{suite}", "--dtypes", "fp8"}},
       {"bad on/off", {"verify", "--suite", "{suite}", "--h0", "maybe"}},
       {"unknown gate distribution", {"verify", "--suite", "{suite}", "--gate-dist", "gentle"}},
+      // Found by tests/fuzz: a few bytes of list once expanded to billions of cases (out of
+      // memory), and int settings were truncated (--chunk 4294967312 ran C = 16).
+      {"grid of too many cases", {"verify", "--suite", "{suite}", "--T", "1,2,3,4,5,6,7,8,9,10", "--B",
+                                  "1,2,3,4,5,6,7,8,9,10", "--K", "1,2,3,4,5,6,7,8,9,10", "--V",
+                                  "1,2,3,4,5,6,7,8,9,10", "--H", "1,2,3,4,5,6,7,8,9,10"}},
+      {"chunk beyond int", {"verify", "--suite", "{suite}", "--chunk", "4294967312"}},
+      {"samples beyond int", {"verify", "--suite", "{suite}", "--max-samples", "4294967297"}},
+      {"warmup beyond int", {"verify", "--suite", "{suite}", "--warmup", "4294967296"}},
+      {"threads beyond int", {"verify", "--suite", "{suite}", "--threads", "4294967297"}},
+      {"tensor beyond 2^53 elements", {"verify", "--suite", "{suite}", "--T", "1000000000", "--B", "1000000000"}},
+      {"negative seed", {"verify", "--suite", "{suite}", "--seed", "-3"}},
+      // Boost.Program_options' what() looped forever on typed text holding a placeholder.
+      {"placeholder in a flag", {"verify", "--suite", "{suite}", "--h%original_token%", "1"}},
+      {"placeholder in a flag's value", {"verify", "--suite", "{suite}", "--help=%canonical_option%"}},
+      {"placeholder in a repeated flag", {"verify", "--suite", "{suite}", "--T=%option%", "--T=%option%"}},
       {"unknown command", {"frobnicate"}},
       {"no command", {}},
   };
@@ -209,6 +225,10 @@ TEST_CASE("bad input is a UsageError", "[cli][errors]") {
     CHECK_THROWS_AS(parse(with_suite(bad_grid, {"verify"})), UsageError);
     const SuiteFile bad_value("T = 0\n");
     CHECK_THROWS_AS(parse(with_suite(bad_value, {"verify"})), UsageError);
+    const SuiteFile placeholder("a%original_token% = 1\n");
+    CHECK_THROWS_AS(parse(with_suite(placeholder, {"verify"})), UsageError);
+    const SuiteFile grid_placeholder("grid = --T=%option% --T=%option%\n");
+    CHECK_THROWS_AS(parse(with_suite(grid_placeholder, {"verify"})), UsageError);
   }
 }
 
@@ -398,4 +418,138 @@ TEST_CASE("verify --junit writes one testcase per row with failures and skips", 
   CHECK(text.find("failures=\"0\"") != std::string::npos);
   CHECK(text.find("skipped=\"1\"") != std::string::npos);  // C = 48 is not supported
   CHECK(text.find("<skipped message=\"chunk 48 not supported") != std::string::npos);
+}
+
+namespace {
+// The identity of each row (the columns --resume matches on), and how often each occurs.
+std::map<std::string, int> row_identities(const Csv& csv) {
+  std::map<std::string, int> n;
+  for (size_t i = 0; i < csv.rows.size(); ++i) {
+    std::string key;
+    for (const char* col : {"variant", "dtype", "B", "T", "H", "HV", "K", "V", "chunk", "gate", "delta",
+                            "h0", "gate_dist", "beta_dist", "scale", "seed"})
+      key += csv.cell(i, col) + "|";
+    ++n[key];
+  }
+  return n;
+}
+std::set<std::string> column_values(const Csv& csv, const std::string& column) {
+  std::set<std::string> v;
+  for (size_t i = 0; i < csv.rows.size(); ++i) v.insert(csv.cell(i, column));
+  return v;
+}
+}  // namespace
+
+TEST_CASE("--resume and a seed of 64 bits parse", "[cli][resume]") {
+  const SuiteFile empty("");
+  const Invocation plain = parse(with_suite(empty, {"verify", "--T", "4"}));
+  CHECK_FALSE(plain.resume);
+  CHECK_FALSE(plain.seed_given);
+  const Invocation r = parse(with_suite(empty, {"verify", "--T", "4", "--resume", "--seed", "18446744073709551615"}));
+  CHECK(r.resume);
+  CHECK(r.seed_given);
+  CHECK(r.seed == 18446744073709551615ull);  // random seeds use all 64 bits; --seed must take them back
+  CHECK_THROWS_AS(parse(with_suite(empty, {"verify", "--seed", "-1"})), UsageError);
+  CHECK_THROWS_AS(parse(with_suite(empty, {"verify", "--seed", "18446744073709551616"})), UsageError);
+}
+
+TEST_CASE("the binary: --resume completes a limited run; every case once, one seed", "[cli][binary][resume]") {
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("r.csv");
+  const std::string base = "verify --suite '" + empty.path + "' --variants cpu_recurrent,cpu_chunked "
+                           "--chunk 16 --K 8 --V 8 --no-progress --out '" + out + "' ";
+  // No --seed: the first run draws one, the resumed run must take it from the CSV.
+  const testutil::ProcessResult first = testutil::run_gdnbench(base + "--T 3,17");
+  REQUIRE(first.exit_code == 0);
+  REQUIRE(read_csv(out).rows.size() == 4);
+  const testutil::ProcessResult second = testutil::run_gdnbench(base + "--T 3,17,40 --B 1,2 --resume");
+  INFO("stdout: " << second.out << "\nstderr: " << second.err);
+  CHECK(second.exit_code == 0);
+  CHECK(second.out.find("4 cases already there, 8 to run") != std::string::npos);
+  const Csv csv = read_csv(out);
+  CHECK(csv.rows.size() == 12);  // 3 T x 2 B x 2 variants
+  const auto ids = row_identities(csv);
+  CHECK(ids.size() == 12);
+  for (const auto& [key, n] : ids) {
+    INFO(key);
+    CHECK(n == 1);
+  }
+  CHECK(column_values(csv, "seed").size() == 1);
+  CHECK(column_values(csv, "T") == std::set<std::string>{"3", "17", "40"});
+
+  SECTION("resuming a complete CSV runs nothing and leaves the file as it was") {
+    const std::string before = testutil::read_text(out);
+    const testutil::ProcessResult again = testutil::run_gdnbench(base + "--T 3,17,40 --B 1,2 --resume");
+    CHECK(again.exit_code == 0);
+    CHECK(again.out.find("12 cases already there, 0 to run") != std::string::npos);
+    CHECK(again.out.find("0 passed, 0 failed, 0 skipped") != std::string::npos);
+    CHECK(testutil::read_text(out) == before);
+  }
+  SECTION("an explicit --seed that differs runs every case again, beside the old rows") {
+    const testutil::ProcessResult other = testutil::run_gdnbench(base + "--T 3 --resume --seed 7");
+    CHECK(other.exit_code == 0);
+    const Csv more = read_csv(out);
+    CHECK(more.rows.size() == 14);
+    CHECK(column_values(more, "seed").size() == 2);
+    SECTION("and then several seeds without --seed is a usage error") {
+      const testutil::ProcessResult r = testutil::run_gdnbench(base + "--T 3 --resume");
+      CHECK(r.exit_code == 2);
+      CHECK(r.err_lines().size() == 1);
+      CHECK(r.err.find("seeds") != std::string::npos);
+      CHECK(read_csv(out).rows.size() == 14);  // untouched
+    }
+  }
+}
+
+TEST_CASE("the binary: an interrupted run, resumed, holds every case exactly once", "[cli][binary][resume]") {
+  testutil::TempDir tmp;
+  const std::string csv_path = tmp.file("partial.csv");
+  const std::string args = "run --variants cpu_recurrent --dtypes fp32 --T 64 --K 16 --V 16 --B 1,2,3,4 --H 1,2,3,4,5,6,7,8 "
+                           "--min-samples 50 --cv-target 0 --max-seconds 0.05 --no-progress --out '" +
+                           csv_path + "'";
+  const std::string cmd = std::string("cd '") + GDNBENCH_SOURCE_DIR + "' && ('" + GDNBENCH_BINARY + "' " +
+                          args + " >/dev/null 2>&1 & pid=$!; sleep 0.7; kill -INT $pid; wait $pid; exit $?)";
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  const size_t partial = read_csv(csv_path).rows.size();
+  CHECK(partial < 32);
+  const testutil::ProcessResult r = testutil::run_gdnbench(args + " --resume");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  const Csv csv = read_csv(csv_path);
+  CHECK(csv.rows.size() == 32);
+  const auto ids = row_identities(csv);
+  CHECK(ids.size() == 32);
+  for (const auto& [key, n] : ids) {
+    INFO(key);
+    CHECK(n == 1);
+  }
+  CHECK(column_values(csv, "seed").size() == 1);
+  for (const auto& row : csv.rows) CHECK(row.size() == csv.header.size());
+}
+
+TEST_CASE("the binary: --resume on a CSV with another header is a usage error naming it", "[cli][binary][resume]") {
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("other.csv");
+  const std::string foreign = "device,what,value\nx,copy,1\n";
+  testutil::write_text(out, foreign);
+  const testutil::ProcessResult r = testutil::run_gdnbench(
+      "verify --suite '" + empty.path + "' --variants cpu_recurrent --T 3 --K 8 --V 8 --resume --out '" + out + "'");
+  CHECK(r.exit_code == 2);
+  const std::vector<std::string> lines = r.err_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].rfind("gdnbench: error: ", 0) == 0);
+  CHECK(lines[0].find(out) != std::string::npos);
+  CHECK(testutil::read_text(out) == foreign);  // not overwritten
+
+  SECTION("so is a row of the wrong width") {
+    testutil::write_text(out, csv_header_line() + "1,2,3\n");
+    const testutil::ProcessResult w = testutil::run_gdnbench(
+        "verify --suite '" + empty.path + "' --variants cpu_recurrent --T 3 --K 8 --V 8 --resume --out '" + out + "'");
+    CHECK(w.exit_code == 2);
+    CHECK(w.err.find(out) != std::string::npos);
+  }
 }

@@ -1,0 +1,26 @@
+// Reading gdnbench CSVs back (schema v1, reports/SCHEMA.md): an RFC 4180 parser and a table whose
+// columns are looked up by header name, as the schema asks.
+#pragma once
+#include <string>
+#include <vector>
+
+// RFC 4180: quoted fields may hold commas, doubled quotes, CR and LF; a trailing line end is not
+// a row. Throws std::runtime_error on a quote left open at the end of the text.
+std::vector<std::vector<std::string>> parse_csv_text(const std::string& text);
+
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // each as wide as the header
+
+  // Index of column `name`, or -1.
+  int column(const std::string& name) const;
+  // Cell of row i in column `name`; "" when the column is absent.
+  const std::string& cell(size_t i, const std::string& name) const;
+  // The cell as a number; NaN when empty (the schema's "not applicable") or not a number.
+  double number(size_t i, const std::string& name) const;
+};
+
+// Reads a gdnbench CSV and checks schema_version == 1 on every row and that every column in
+// `required` exists. Throws UsageError (harness/cli.h) with one line naming the file otherwise.
+CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required);

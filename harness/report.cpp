@@ -1,0 +1,429 @@
+// `gdnbench report`: the markdown sections and the sub-command (harness/report.h).
+#include "harness/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "harness/cli.h"
+
+const std::vector<std::string>& report_required_columns() {
+  static const std::vector<std::string> cols = {
+      "schema_version", "run_id", "git_sha", "device", "command", "suite", "seed", "variant",
+      "family", "dtype", "B", "T", "H", "HV", "K", "V", "chunk", "gate", "delta", "h0", "status",
+      "o_rel_l2", "o_err_vs_floor", "ht_rel_l2", "time_median_ms", "time_cv", "tflops", "gbps"};
+  return cols;
+}
+
+namespace {
+
+struct Shape {
+  std::string dtype;
+  int64_t B, H, HV, K, V;
+  auto tie() const { return std::tie(dtype, B, H, HV, K, V); }
+  bool operator<(const Shape& o) const { return tie() < o.tie(); }
+  bool operator==(const Shape& o) const { return tie() == o.tie(); }
+};
+
+// Everything but T: one timing series.
+struct SeriesKey {
+  std::string variant;
+  Shape shape;
+  int64_t chunk;
+  std::string gate, delta, h0;
+  auto tie() const { return std::tie(variant, shape, chunk, gate, delta, h0); }
+  bool operator<(const SeriesKey& o) const { return tie() < o.tie(); }
+};
+
+struct Row {
+  size_t file = 0;
+  SeriesKey key;
+  std::string family, status;
+  int64_t T = 0;
+  double median = NAN, cv = NAN, tflops = NAN, gbps = NAN, frac_flops = NAN, frac_bw = NAN;
+  double o_rel = NAN, o_vs_floor = NAN, ht_rel = NAN;
+  bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
+};
+
+std::vector<Row> load_rows(const CsvTable& t, size_t file) {
+  std::vector<Row> rows;
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const auto integer = [&](const char* c) {
+      const double x = t.number(i, c);
+      return std::isfinite(x) ? int64_t(x) : int64_t(0);
+    };
+    Row r;
+    r.file = file;
+    r.key.variant = t.cell(i, "variant");
+    r.key.shape = {t.cell(i, "dtype"), integer("B"), integer("H"), integer("HV"), integer("K"), integer("V")};
+    r.key.chunk = integer("chunk");
+    r.key.gate = t.cell(i, "gate");
+    r.key.delta = t.cell(i, "delta");
+    r.key.h0 = t.cell(i, "h0");
+    r.family = t.cell(i, "family");
+    r.status = t.cell(i, "status");
+    r.T = integer("T");
+    r.median = t.number(i, "time_median_ms");
+    r.cv = t.number(i, "time_cv");
+    r.tflops = t.number(i, "tflops");
+    r.gbps = t.number(i, "gbps");
+    r.frac_flops = t.number(i, "frac_flops");  // absent column: NaN, shown as "-"
+    r.frac_bw = t.number(i, "frac_bw");
+    r.o_rel = t.number(i, "o_rel_l2");
+    r.o_vs_floor = t.number(i, "o_err_vs_floor");
+    r.ht_rel = t.number(i, "ht_rel_l2");
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string num(double x, const char* spec = "{:.4g}") {
+  if (std::isnan(x)) return "-";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  return fmt::format(spec, x);
+}
+
+std::string shape_cells(const Shape& s) {
+  return fmt::format("{} | {} | {} | {} | {} | {}", s.dtype, s.B, s.H, s.HV, s.K, s.V);
+}
+std::string terms(const SeriesKey& k) { return fmt::format("{}/{}/{}", k.gate, k.delta, k.h0); }
+
+// Max over the finite-or-inf values (NaN, the empty cells, ignored).
+void take_max(double& m, double x) {
+  if (!std::isnan(x)) m = std::isnan(m) ? x : std::max(m, x);
+}
+
+// Timing series of the timed rows, T ascending. The first row of a (series, T) wins; `shadowed`
+// counts the later duplicates.
+using Series = std::map<SeriesKey, std::map<int64_t, const Row*>>;
+Series timed_series(const std::vector<Row>& rows, size_t* shadowed) {
+  Series s;
+  for (const Row& r : rows)
+    if (r.timed() && !s[r.key].emplace(r.T, &r).second && shadowed) ++*shadowed;
+  return s;
+}
+
+// Series in the order their variant first appears in the CSVs (the registry's order in practice).
+std::vector<const Series::value_type*> ordered(const Series& s, const std::vector<Row>& rows) {
+  std::vector<std::string> order;
+  for (const Row& r : rows)
+    if (std::find(order.begin(), order.end(), r.key.variant) == order.end()) order.push_back(r.key.variant);
+  std::vector<const Series::value_type*> out;
+  for (const auto& kv : s) out.push_back(&kv);
+  std::stable_sort(out.begin(), out.end(), [&](auto* a, auto* b) {
+    const auto ia = std::find(order.begin(), order.end(), a->first.variant) - order.begin();
+    const auto ib = std::find(order.begin(), order.end(), b->first.variant) - order.begin();
+    return std::tie(ia, a->first.shape, a->first.chunk) < std::tie(ib, b->first.shape, b->first.chunk);
+  });
+  return out;
+}
+
+void environment(std::string& md, const std::vector<CsvTable>& tables) {
+  md += "## Environment\n\n";
+  md += "| file | rows |\n| --- | --- |\n";
+  for (const CsvTable& t : tables) md += fmt::format("| `{}` | {} |\n", t.path, t.rows.size());
+  md += "\n| field | distinct values |\n| --- | --- |\n";
+  for (const char* col : {"device", "git_sha", "seed", "run_id", "command", "suite"}) {
+    std::vector<std::string> seen;
+    for (const CsvTable& t : tables)
+      for (size_t i = 0; i < t.rows.size(); ++i) {
+        const std::string& v = t.cell(i, col);
+        if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
+      }
+    std::string cell;
+    for (const std::string& v : seen) cell += (cell.empty() ? "" : ", ") + ("`" + v + "`");
+    md += fmt::format("| {} | {} |\n", col, cell.empty() ? "-" : cell);
+  }
+  md += "\n";
+}
+
+void accuracy(std::string& md, const std::vector<Row>& rows) {
+  struct Acc {
+    int rows = 0, pass = 0, fail = 0, skipped = 0;
+    double o = NAN, floor = NAN, ht = NAN;
+  };
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, Acc> acc;
+  for (const Row& r : rows) {
+    const auto k = std::make_pair(r.key.variant, r.key.shape.dtype);
+    if (!acc.count(k)) order.push_back(k);
+    Acc& a = acc[k];
+    ++a.rows;
+    a.pass += r.status == "PASS";
+    a.fail += r.status == "FAIL";
+    a.skipped += r.status == "SKIPPED";
+    take_max(a.o, r.o_rel);
+    take_max(a.floor, r.o_vs_floor);
+    take_max(a.ht, r.ht_rel);
+  }
+  md += "## Accuracy\n\nOver every row, timed or not. Bounds: `docs/TOLERANCES.md`; "
+        "`o_err_vs_floor` is the error in units of the dtype's own rounding error.\n\n";
+  md += "| variant | dtype | rows | PASS | FAIL | SKIPPED | max o_rel_l2 | max o_err_vs_floor | "
+        "max ht_rel_l2 |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& k : order) {
+    const Acc& a = acc[k];
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", k.first, k.second, a.rows,
+                      a.pass, a.fail, a.skipped, num(a.o, "{:.3g}"), num(a.floor, "{:.3g}"),
+                      num(a.ht, "{:.3g}"));
+  }
+  md += "\n";
+}
+
+void timing(std::string& md, const Series& series, const std::vector<Row>& rows, size_t shadowed) {
+  md += "## Timing\n\nPASS rows that were timed; one block per (variant, dtype, B, H, HV, K, V, C, "
+        "gate/delta/h0), T ascending. frac: fraction of the GEMM rate / copy bandwidth measured at "
+        "the start of the run (`-` where not measured).\n\n";
+  if (series.empty()) {
+    md += "No timed rows (a `verify` CSV has no timing).\n\n";
+    return;
+  }
+  if (shadowed)
+    md += fmt::format("{} timed rows repeat a case of an earlier row or file; the first is shown.\n\n",
+                      shadowed);
+  md += "| variant | dtype | B | H | HV | K | V | C | gate/delta/h0 | T | median (ms) | CV (%) | "
+        "TFLOP/s | GB/s | frac FLOP/s | frac BW |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto* kv : ordered(series, rows))
+    for (const auto& [T, r] : kv->second)
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                        kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
+                        terms(kv->first), T, num(r->median), num(100 * r->cv, "{:.2f}"), num(r->tflops, "{:.3g}"),
+                        num(r->gbps, "{:.4g}"), num(r->frac_flops, "{:.3f}"), num(r->frac_bw, "{:.3f}"));
+  md += "\n";
+}
+
+void complexity(std::string& md, const Series& series, const std::vector<Row>& rows) {
+  md += "## Complexity fit\n\nLeast-squares slope of log(median ms) against log(T) for series with at "
+        "least 3 distinct T: 1 is linear in T, 2 quadratic. Small T is launch-bound and flattens the "
+        "slope, so it is also fitted over the upper half of the Ts (the largest ceil(n/2), at least 2).\n\n";
+  std::string table =
+      "| variant | dtype | B | H | HV | K | V | C | Ts | slope | R² | slope, upper half | R², upper half "
+      "| upper Ts |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  int n = 0;
+  for (const auto* kv : ordered(series, rows)) {
+    if (kv->second.size() < 3) continue;
+    std::vector<double> T, ms;
+    for (const auto& [t, r] : kv->second) {
+      T.push_back(double(t));
+      ms.push_back(r->median);
+    }
+    const PowerFit all = fit_power_law(T, ms);
+    std::vector<double> uT, ums;
+    for (size_t i : upper_half(T)) {
+      uT.push_back(T[i]);
+      ums.push_back(ms[i]);
+    }
+    const PowerFit up = fit_power_law(uT, ums);
+    table += fmt::format("| {} | {} | {} | {:.0f}-{:.0f} | {:.3f} | {:.4f} | {:.3f} | {:.4f} | {:.0f}-{:.0f} |\n",
+                         kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk, T.front(),
+                         T.back(), all.slope, all.r2, up.slope, up.r2, uT.front(), uT.back());
+    ++n;
+  }
+  md += n ? table : std::string("No series with 3 or more distinct T.\n");
+  md += "\n";
+}
+
+void speedups(std::string& md, const Series& series, const std::vector<Row>& rows) {
+  md += "## Speedups and crossovers\n\nEach GDN variant (family `gdn`) against each attention "
+        "variant (family `attention`) of the same dtype, B, H, HV, K, V: speedup = attention time / "
+        "GDN time at each T both timed. Crossover: the T where the GDN variant becomes faster, by "
+        "linear interpolation of log(time ratio) in log(T) between the bracketing Ts.\n\n";
+  std::map<SeriesKey, std::string> family;
+  for (const Row& r : rows) family.emplace(r.key, r.family);
+  std::string table = "| GDN | attention | dtype | B | H | HV | K | V | T | GDN (ms) | attention (ms) "
+                      "| speedup |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  std::string cross = "| GDN | attention | dtype | B | H | HV | K | V | common Ts | crossover |\n"
+                      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+  int pairs = 0;
+  const auto all = ordered(series, rows);
+  for (const auto* g : all) {
+    if (family[g->first] != "gdn") continue;
+    for (const auto* a : all) {
+      if (family[a->first] != "attention" || !(a->first.shape == g->first.shape)) continue;
+      std::vector<double> T, tg, ta;
+      for (const auto& [t, rg] : g->second) {
+        const auto it = a->second.find(t);
+        if (it == a->second.end()) continue;
+        T.push_back(double(t));
+        tg.push_back(rg->median);
+        ta.push_back(it->second->median);
+        table += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f}x |\n", g->first.variant,
+                             a->first.variant, shape_cells(g->first.shape), t, num(rg->median),
+                             num(it->second->median), it->second->median / rg->median);
+      }
+      if (T.empty()) continue;
+      cross += fmt::format("| {} | {} | {} | {:.0f}-{:.0f} ({}) | {} |\n", g->first.variant,
+                           a->first.variant, shape_cells(g->first.shape), T.front(), T.back(), T.size(),
+                           crossover_text(find_crossover(T, tg, ta)));
+      ++pairs;
+    }
+  }
+  md += pairs ? table + "\n" + cross : std::string("No GDN and attention series share a shape and a T.\n");
+  md += "\n";
+}
+
+void regression(std::string& md, const std::vector<CsvTable>& tables,
+                const std::vector<std::vector<Row>>& per_file) {
+  md += "## Regression check\n\n";
+  if (tables.size() < 2) {
+    md += "One CSV given; give two or more to compare the first against each later one.\n\n";
+    return;
+  }
+  md += "Rows matched on (variant, dtype, B, T, H, HV, K, V, chunk, gate, delta, h0), both timed. "
+        "Rule: with a the first CSV and b the later one and threshold = max(3 cv_a median_a, "
+        "3 cv_b median_b, 2% of median_a), b is SLOWER when median_b - median_a > threshold, FASTER "
+        "when median_a - median_b > threshold, otherwise the same.\n\n";
+  const Series a = timed_series(per_file[0], nullptr);
+  for (size_t j = 1; j < tables.size(); ++j) {
+    const Series b = timed_series(per_file[j], nullptr);
+    md += fmt::format("### `{}` (a) against `{}` (b)\n\n", tables[0].path, tables[j].path);
+    std::string table = "| variant | dtype | B | H | HV | K | V | C | gate/delta/h0 | T | a (ms) | b (ms) "
+                        "| b / a | threshold (ms) | verdict |\n"
+                        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+    int matched = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
+    for (const auto* kv : ordered(a, per_file[0]))
+      for (const auto& [T, ra] : kv->second) {
+        const auto sb = b.find(kv->first);
+        const auto rb = sb == b.end() ? nullptr : sb->second.count(T) ? sb->second.at(T) : nullptr;
+        if (!rb) {
+          ++only_a;
+          continue;
+        }
+        const Change c = compare_timing(ra->median, ra->cv, rb->median, rb->cv);
+        ++matched;
+        slower += c == Change::slower;
+        faster += c == Change::faster;
+        table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.3f} | {} | {} |\n",
+                             kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
+                             terms(kv->first), T, num(ra->median), num(rb->median), rb->median / ra->median,
+                             num(regression_threshold_ms(ra->median, ra->cv, rb->median, rb->cv)),
+                             change_name(c));
+      }
+    for (const auto& [key, byT] : b)
+      for (const auto& [T, rb] : byT) {
+        const auto sa = a.find(key);
+        only_b += sa == a.end() || !sa->second.count(T);
+      }
+    md += fmt::format("{} matched: {} SLOWER, {} FASTER, {} the same; {} timed only in a, {} only in b.\n\n",
+                      matched, slower, faster, matched - slower - faster, only_a, only_b);
+    if (matched) md += table + "\n";
+  }
+}
+
+std::string join_args(const std::vector<std::string>& args) {
+  std::string s = "gdnbench report";
+  for (const std::string& a : args) s += " " + a;
+  return s;
+}
+
+}  // namespace
+
+std::string build_report(const std::vector<CsvTable>& tables, const std::string& command,
+                         const std::vector<std::string>& plots, const std::string& plots_command) {
+  std::vector<std::vector<Row>> per_file;
+  std::vector<Row> rows;
+  for (size_t f = 0; f < tables.size(); ++f) {
+    per_file.push_back(load_rows(tables[f], f));
+    rows.insert(rows.end(), per_file.back().begin(), per_file.back().end());
+  }
+  size_t shadowed = 0;
+  const Series series = timed_series(rows, &shadowed);
+
+  std::string md = "# gdnbench report\n\n";
+  md += fmt::format("Made by `{}` from {} CSV file{} (schema v1, `reports/SCHEMA.md`).\n\n", command,
+                    tables.size(), tables.size() == 1 ? "" : "s");
+  environment(md, tables);
+  accuracy(md, rows);
+  timing(md, series, rows, shadowed);
+  complexity(md, series, rows);
+  speedups(md, series, rows);
+  regression(md, tables, per_file);
+  if (!plots.empty()) {
+    md += fmt::format("## Plots\n\nMade by `{}`.\n\n", plots_command);
+    for (const std::string& p : plots)
+      md += fmt::format("![{}]({})\n\n", std::filesystem::path(p).stem().string(), p);
+  }
+  return md;
+}
+
+std::string report_usage_text() {
+  return "usage: gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR]\n"
+         "  Markdown from gdnbench CSVs (schema v1): environment, accuracy, timing, complexity fits,\n"
+         "  speedups and crossovers against attention, and a regression check of the first CSV\n"
+         "  against each later one. --out: write to a file (default: stdout). --plots: embed the\n"
+         "  PNG files of DIR (from scripts/plot.py), linked relative to the report.\n";
+}
+
+int run_report(const std::vector<std::string>& args) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::string out, plots_dir;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const auto value = [&](const std::string& flag, std::string& dst) {
+      if (a == flag) {
+        if (i + 1 >= args.size()) throw UsageError("report: " + flag + " needs a value");
+        dst = args[++i];
+        return true;
+      }
+      if (a.rfind(flag + "=", 0) == 0) {
+        dst = a.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    if (a == "--help" || a == "-h") {
+      fmt::print("{}", report_usage_text());
+      return 0;
+    }
+    if (value("--out", out) || value("--plots", plots_dir)) continue;
+    if (a.size() > 1 && a[0] == '-')
+      throw UsageError("report: unknown flag '" + a + "'; see gdnbench report --help");
+    files.push_back(a);
+  }
+  if (files.empty())
+    throw UsageError("report: no CSV given; usage: gdnbench report A.csv [B.csv ...] [--out report.md]");
+  std::vector<CsvTable> tables;
+  for (const std::string& f : files) tables.push_back(read_gdnbench_csv(f, report_required_columns()));
+
+  std::vector<std::string> plots;
+  if (!plots_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(plots_dir, ec)) throw UsageError("report: --plots: no directory '" + plots_dir + "'");
+    const fs::path base = fs::absolute(out.empty() ? fs::path(".") : fs::path(out).parent_path());
+    for (const auto& e : fs::directory_iterator(plots_dir))
+      if (e.path().extension() == ".png")
+        plots.push_back(fs::absolute(e.path()).lexically_normal().lexically_relative(base.lexically_normal()).string());
+    // scripts/plot.py's figures in reading order, anything else after them.
+    const auto rank = [](const std::string& p) {
+      const std::string stem = fs::path(p).stem().string();
+      const char* order[] = {"time_vs_T", "speedup_vs_T", "o_rel_l2_vs_T", "peak_memory_vs_T"};
+      return std::find(std::begin(order), std::end(order), stem) - std::begin(order);
+    };
+    std::sort(plots.begin(), plots.end(), [&](const std::string& a, const std::string& b) {
+      return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
+    });
+  }
+  std::string plots_command = "scripts/plot.py";
+  for (const std::string& f : files) plots_command += " " + f;
+  plots_command += " --outdir " + plots_dir;
+  const std::string md = build_report(tables, join_args(args), plots, plots_command);
+  if (out.empty()) {
+    fmt::print("{}", md);
+    return 0;
+  }
+  std::error_code ec;
+  const fs::path parent = fs::path(out).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  std::FILE* f = std::fopen(out.c_str(), "w");
+  if (!f) throw UsageError("report: --out: cannot write '" + out + "'");
+  std::fputs(md.c_str(), f);
+  std::fclose(f);
+  fmt::print("wrote {}\n", out);
+  return 0;
+}

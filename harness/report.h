@@ -1,0 +1,61 @@
+// `gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR]`: markdown from schema-v1
+// CSVs (environment, accuracy, timing, complexity fits, speedups and crossovers against the
+// attention baselines, and a regression check of the first CSV against each later one).
+// The numerical pieces are free functions so the tests can pin them.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/csv_read.h"
+
+// Least-squares fit of log(y) = intercept + slope * log(x): y ~ x^slope. Points with x or y not
+// positive and finite are dropped; n is the number of points used. slope/r2 are NaN for fewer than
+// two distinct x; r2 is 1 when the points lie on the line (also when y is constant).
+struct PowerFit {
+  double slope = 0, intercept = 0, r2 = 0;
+  int n = 0;
+};
+PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& y);
+
+// The upper half of a series for the fit that ignores launch-bound small T: the largest
+// ceil(n / 2) distinct x, at least 2 (all of them when n < 4). Indices into x, ascending in x.
+std::vector<size_t> upper_half(const std::vector<double>& x);
+
+// Where the GDN variant becomes faster than the attention baseline. With r = t_gdn / t_attn at the
+// common Ts (ascending), the crossover is the T where log r reaches 0, linear in log T between the
+// two bracketing Ts: log T* = log T0 + (0 - log r0) (log T1 - log T0) / (log r1 - log r0).
+struct Crossover {
+  enum Kind {
+    becomes_faster,  // slower below t, faster above it (the first such bracket)
+    becomes_slower,  // faster below t, slower above it (no slower->faster bracket exists)
+    always_faster,   // faster at every common T
+    never_faster,    // slower or equal at every common T
+    no_data,         // no common T
+  };
+  Kind kind = no_data;
+  double t = 0;  // the crossover T for becomes_faster / becomes_slower
+};
+Crossover find_crossover(const std::vector<double>& T, const std::vector<double>& gdn_ms,
+                         const std::vector<double>& attn_ms);
+std::string crossover_text(const Crossover& c);
+
+// Regression rule: b (a later CSV) against a (the first) differs when
+// |median_b - median_a| > max(3 cv_a median_a, 3 cv_b median_b, 0.02 median_a).
+enum class Change { same, slower, faster };
+double regression_threshold_ms(double median_a, double cv_a, double median_b, double cv_b);
+Change compare_timing(double median_a, double cv_a, double median_b, double cv_b);
+const char* change_name(Change c);
+
+// Columns `report` needs (reports/SCHEMA.md); a CSV without one of them is refused.
+const std::vector<std::string>& report_required_columns();
+
+// The markdown report. `command` is the line recorded as having made it; `plots` are image paths
+// as the markdown should link them (relative to the report), embedded in a last section that
+// names `plots_command` as their maker.
+std::string build_report(const std::vector<CsvTable>& tables, const std::string& command,
+                         const std::vector<std::string>& plots = {},
+                         const std::string& plots_command = "scripts/plot.py");
+
+// The sub-command; args are those after "report". Throws UsageError on bad use or input.
+int run_report(const std::vector<std::string>& args);
+std::string report_usage_text();

@@ -1,0 +1,158 @@
+#include "harness/resume.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/csv.h"
+
+namespace {
+
+const std::vector<std::string>& key_columns() {
+  static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "H", "HV", "K", "V",
+                                                 "chunk", "gate", "delta", "h0", "gate_dist",
+                                                 "beta_dist", "scale", "seed"};
+  return names;
+}
+
+// Positions of the key columns in the schema's column order.
+const std::vector<size_t>& key_indices() {
+  static const std::vector<size_t> idx = [] {
+    const std::vector<std::string> cols = csv_columns();
+    std::vector<size_t> out;
+    for (const std::string& k : key_columns())
+      for (size_t i = 0; i < cols.size(); ++i)
+        if (cols[i] == k) out.push_back(i);
+    return out;
+  }();
+  return idx;
+}
+
+size_t column_index(const char* name) {
+  const std::vector<std::string> cols = csv_columns();
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (cols[i] == name) return i;
+  return cols.size();
+}
+
+std::string join_key(const std::vector<std::string>& fields) {
+  std::string key;
+  for (size_t i : key_indices()) key += fields[i] + '\x1f';  // unit separator: never in a field we write
+  return key;
+}
+
+// RFC 4180 records (quoted fields may hold commas, doubled quotes and line ends), the way
+// csv_escape writes them. Throws UsageError on an unterminated quote.
+std::vector<std::vector<std::string>> parse_records(const std::string& text, const std::string& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, pending = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    pending = true;
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+    } else if (c == '\n') {
+      row.push_back(std::move(field));
+      field.clear();
+      rows.push_back(std::move(row));
+      row.clear();
+      pending = false;
+    } else if (c != '\r') {
+      field += c;
+    }
+  }
+  if (quoted) throw UsageError(fmt::format("--resume: '{}' ends inside a quoted field", path));
+  if (pending) {
+    row.push_back(std::move(field));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string resume_case_key(const Case& c) {
+  ResultRow row;
+  row.problem = c.problem;
+  row.variant = c.variant->name;
+  RunMeta meta;
+  meta.seed = c.problem.seed;
+  return join_key(csv_row_fields(meta, row));
+}
+
+ResumeState apply_resume(Invocation& inv) {
+  ResumeState st;
+  const std::string& path = inv.out_path;
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return st;  // no CSV yet: a fresh run
+  std::ostringstream text;
+  text << f.rdbuf();
+  st.contents = text.str();
+  if (st.contents.empty()) return st;
+
+  const std::string header = csv_header_line();
+  const size_t eol = st.contents.find('\n');
+  const std::string first = st.contents.substr(0, eol == std::string::npos ? st.contents.size() : eol + 1);
+  if (first != header && first + "\n" != header)
+    throw UsageError(fmt::format("--resume: '{}' does not have the CSV header of schema v{} "
+                                 "(write to a new --out, or move the file away)", path, kCsvSchemaVersion));
+
+  const std::vector<std::vector<std::string>> records = parse_records(st.contents, path);
+  const size_t width = csv_columns().size();
+  const size_t version_col = column_index("schema_version"), seed_col = column_index("seed"),
+               status_col = column_index("status");
+  std::set<std::string> done, seeds;
+  for (size_t r = 1; r < records.size(); ++r) {
+    const std::vector<std::string>& rec = records[r];
+    if (rec.size() != width)
+      throw UsageError(fmt::format("--resume: '{}' record {} has {} fields, the header {}", path, r,
+                                   rec.size(), width));
+    if (rec[version_col] != std::to_string(kCsvSchemaVersion))
+      throw UsageError(fmt::format("--resume: '{}' record {} has schema_version '{}', not {}", path,
+                                   r, rec[version_col], kCsvSchemaVersion));
+    done.insert(join_key(rec));
+    seeds.insert(rec[seed_col]);
+    ++st.kept_rows;
+    if (rec[status_col] == "FAIL") ++st.kept_failed;
+  }
+
+  if (!inv.seed_given && !seeds.empty()) {
+    if (seeds.size() > 1)
+      throw UsageError(fmt::format("--resume: '{}' holds rows of {} seeds; give --seed to say which "
+                                   "to continue", path, seeds.size()));
+    const std::string& s = *seeds.begin();
+    try {
+      size_t used = 0;
+      inv.seed = std::stoull(s, &used);
+      if (used != s.size() || s.find_first_not_of("0123456789") != std::string::npos)
+        throw std::invalid_argument(s);
+    } catch (const std::exception&) {
+      throw UsageError(fmt::format("--resume: '{}' has the seed '{}', not an integer", path, s));
+    }
+    for (Case& c : inv.cases) c.problem.seed = inv.seed;
+  }
+
+  std::vector<Case> remaining;
+  for (const Case& c : inv.cases) {
+    if (done.count(resume_case_key(c))) ++st.skipped_cases;
+    else remaining.push_back(c);
+  }
+  inv.cases = std::move(remaining);
+  return st;
+}
