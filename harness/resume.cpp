@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/csv.h"
+#include "harness/csv_read.h"
 
 namespace {
 
@@ -43,46 +44,13 @@ std::string join_key(const std::vector<std::string>& fields) {
   return key;
 }
 
-// RFC 4180 records (quoted fields may hold commas, doubled quotes and line ends), the way
-// csv_escape writes them. Throws UsageError on an unterminated quote.
+// The records of the CSV text (harness/csv_read.h), a quote left open being the user's problem.
 std::vector<std::vector<std::string>> parse_records(const std::string& text, const std::string& path) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, pending = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    pending = true;
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(std::move(field));
-      field.clear();
-    } else if (c == '\n') {
-      row.push_back(std::move(field));
-      field.clear();
-      rows.push_back(std::move(row));
-      row.clear();
-      pending = false;
-    } else if (c != '\r') {
-      field += c;
-    }
+  try {
+    return parse_csv_text(text);
+  } catch (const std::runtime_error&) {
+    throw UsageError(fmt::format("--resume: '{}' ends inside a quoted field", path));
   }
-  if (quoted) throw UsageError(fmt::format("--resume: '{}' ends inside a quoted field", path));
-  if (pending) {
-    row.push_back(std::move(field));
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 }  // namespace

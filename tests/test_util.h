@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/csv_read.h"
 #include "reference/gdn_reference.h"
 
 namespace testutil {
@@ -145,42 +146,7 @@ inline std::vector<double> repeat_heads(const std::vector<double>& x, const GdnS
 
 // RFC 4180: quoted fields may hold commas, doubled quotes and newlines.
 inline std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> row;
-  std::string field;
-  bool quoted = false, any = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    any = true;
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      row.push_back(field);
-      field.clear();
-    } else if (c == '\n') {
-      row.push_back(field);
-      field.clear();
-      rows.push_back(row);
-      row.clear();
-      any = false;
-    } else if (c != '\r') {
-      field += c;
-    }
-  }
-  if (any) {
-    row.push_back(field);
-    rows.push_back(row);
-  }
-  return rows;
+  return parse_csv_text(text);
 }
 
 inline std::string read_text(const std::string& path) {
