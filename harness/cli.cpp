@@ -44,6 +44,8 @@ po::options_description option_description() {
       ("gate-dist", s("logsigmoid"), "logsigmoid, zero, strong")
       ("beta-dist", s("sigmoid"), "sigmoid, zero, one")
       ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
+      ("k-norm", s("1"), "L2 norm of every k row (adversarial: > sqrt(2) with beta 1 grows the state)")
+      ("h0-scale", s("1"), "h0 is drawn as this times N(0, 1)")
       ("seed", s("random"), "input seed (random: drawn fresh and recorded in the CSV)")
       ("out", s("reports/latest.csv"), "CSV output path")
       ("resume", "keep the rows of an existing --out CSV and run only the cases it lacks "
@@ -190,6 +192,10 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   const auto beta_dists = parse_named_list<BetaDist>("beta-dist", opt(vm, "beta-dist"),
                                                      parse_beta_dist, "sigmoid, zero, one");
   const double scale = parse_double("scale", opt(vm, "scale"));
+  const double k_norm = parse_double("k-norm", opt(vm, "k-norm"));
+  const double h0_scale = parse_double("h0-scale", opt(vm, "h0-scale"));
+  if (!(k_norm > 0.0 && k_norm < 1e6)) throw UsageError("--k-norm: must be positive and below 1e6");
+  if (!(h0_scale > 0.0 && h0_scale < 1e30)) throw UsageError("--h0-scale: must be positive and below 1e30");
 
   std::vector<std::pair<const VariantInfo*, bool>> variants;
   const std::string vtext = opt(vm, "variants");
@@ -243,6 +249,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.beta_dist = bd;
         p.chunk = variant->fixed_chunk > 0 ? variant->fixed_chunk : int(chunks[ci]);
         p.scale = scale;
+        p.k_norm = k_norm;
+        p.h0_scale = h0_scale;
         p.seed = seed;
         cases.push_back({p, variant, is_explicit});
       }

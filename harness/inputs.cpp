@@ -59,6 +59,8 @@ HostInputs make_inputs(const Problem& p) {
   in.v = normal_tensor(p.seed, kV, s.v_elems());
   l2_normalise_rows(in.q, s.K);
   l2_normalise_rows(in.k, s.K);
+  if (p.k_norm != 1.0)
+    for (float& x : in.k) x = float(p.k_norm * x);
   for (auto* t : {&in.q, &in.k, &in.v})
     for (float& x : *t) x = round_to(p.dtype, x);
 
@@ -89,7 +91,11 @@ HostInputs make_inputs(const Problem& p) {
       case BetaDist::one: in.beta[i] = 1.0f; break;
     }
   }
-  if (p.use_h0) in.h0 = normal_tensor(p.seed, kH0, s.state_elems());
+  if (p.use_h0) {
+    in.h0 = normal_tensor(p.seed, kH0, s.state_elems());
+    if (p.h0_scale != 1.0)
+      for (float& x : in.h0) x = float(p.h0_scale * x);
+  }
   return in;
 }
 

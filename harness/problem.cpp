@@ -41,7 +41,8 @@ double Problem::resolved_scale() const {
 std::string Problem::input_key() const {
   return fmt::format("{}/{}/{}/{}/{}/{}/{}/g{}/d{}/h{}/{}/{}/{}/{}", shape.B, shape.T, shape.H,
                      shape.HV, shape.K, shape.V, dtype_name(dtype), use_gate, use_delta, use_h0,
-                     gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed);
+                     gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed) +
+         fmt::format("/kn{}/h0s{}", k_norm, h0_scale);
 }
 
 std::string Problem::distributions() const {
@@ -52,5 +53,7 @@ std::string Problem::distributions() const {
   std::string b = beta_dist == BetaDist::sigmoid ? "beta=sigmoid(N)"
                   : beta_dist == BetaDist::zero  ? "beta=0"
                                                  : "beta=1";
-  return fmt::format("qk=l2norm(N) v=N {} {} h0={}", g, b, use_h0 ? "N" : "none");
+  const std::string k = k_norm == 1.0 ? "qk=l2norm(N)" : fmt::format("q=l2norm(N) k={}*l2norm(N)", k_norm);
+  const std::string h0 = !use_h0 ? "none" : h0_scale == 1.0 ? "N" : fmt::format("{}*N", h0_scale);
+  return fmt::format("{} v=N {} {} h0={}", k, g, b, h0);
 }

@@ -36,6 +36,10 @@ struct Problem {
   BetaDist beta_dist = BetaDist::sigmoid;
   int chunk = 64;
   double scale = 0.0;  // 0: K^-1/2
+  // Adversarial inputs: |k| = k_norm (with beta = 1 and k_norm > sqrt(2) the transition has an
+  // eigenvalue 1 - k_norm^2 < -1 and the state grows), h0 drawn as h0_scale * N(0, 1).
+  double k_norm = 1.0;
+  double h0_scale = 1.0;
   uint64_t seed = 0;
 
   double resolved_scale() const;
