@@ -114,12 +114,6 @@ std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(
 
 }  // namespace
 
-std::optional<std::string> recurrent_unsupported(const Problem& p) {
-  if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim)
-    return fmt::format("K and V must be <= {}", kRecurrentMaxHeadDim);
-  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
-  return std::nullopt;
-}
 
 std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext&) {
   return std::make_unique<CudaGdnRun>(p, in, launch_gdn_recurrent);
@@ -149,6 +143,13 @@ std::optional<std::string> gdn_memory_shortfall(const Problem& p, size_t (*works
   return std::nullopt;
 }
 }  // namespace
+
+std::optional<std::string> recurrent_unsupported(const Problem& p) {
+  if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim)
+    return fmt::format("K and V must be <= {}", kRecurrentMaxHeadDim);
+  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  return gdn_memory_shortfall(p, [](const GdnParams&) -> size_t { return 0; }, "no workspace");
+}
 
 std::optional<std::string> chunked_unsupported(const Problem& p) {
   if (p.shape.K > kChunkedMaxHeadDim || p.shape.V > kChunkedMaxHeadDim)
