@@ -8,6 +8,7 @@
 #include "harness/cpu_variants.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
+#include "harness/runner.h"
 #include "harness/tolerance.h"
 #include "tests/test_util.h"
 
@@ -25,11 +26,7 @@ const CpuVariant kCpuVariants[] = {
 };
 
 GdnRefOutputs reference_for(const Problem& p, const HostInputs& in) {
-  const RefInputsF64 f = to_f64(in);
-  GdnRefOptions ro;
-  ro.scale = p.resolved_scale();
-  ro.use_delta = p.use_delta;
-  return gdn_recurrent_ref(p.shape, f.view(), ro);
+  return gdn_reference_for(p, to_f64(in), 1);
 }
 
 RunOutputs run_variant(CreateFn create, const Problem& p, const HostInputs& in, int threads = 1) {

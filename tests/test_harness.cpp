@@ -815,9 +815,7 @@ TEST_CASE("the runner fails a wrong kernel and never times it", "[harness][runne
   p.seed = testutil::fresh_seed();
   INFO("seed " << p.seed);
   const HostInputs in = make_inputs(p);
-  GdnRefOptions ro;
-  ro.scale = p.resolved_scale();
-  const GdnRefOutputs ref = gdn_recurrent_ref(p.shape, to_f64(in).view(), ro);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 1);
   RunOptions opt;
   opt.timed = true;
   opt.timing.min_samples = 2;
