@@ -146,9 +146,6 @@ __host__ __device__ constexpr int tile16_bytes(int rows, int cols) { return rows
 __host__ __device__ constexpr int prepare_smem_bytes(int K, int V) {
   return tile16_bytes(kC, K) + tile16_bytes(kC, V) + 2 * kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
 }
-__host__ __device__ constexpr int states_smem_bytes(int K) {
-  return tile16_bytes(kC, K) + K * kLdBV * 4 + kC * kLdBV * 4 + kC * 4;
-}
 __host__ __device__ constexpr int output_kS0_bytes(int K) {
   return tile16_bytes(kC, K) > K * kLdBV * 4 ? tile16_bytes(kC, K) : K * kLdBV * 4;
 }
@@ -311,20 +308,83 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnPa
 // ---------------------------------------------------------------------------------------------
 // Stage 2: the state of one (b, hv) and 32 value columns, carried through the chunks in order.
 // Warp w owns state rows [w K/4, (w+1) K/4) (kMT m-tiles of 16 x 32) and U rows [16w, 16w + 16).
+// Only the products depend on the previous chunk, so the next chunk's k, W, U0 and gamma are
+// copied into the other half of a double buffer (cp.async) while this chunk is computed; the
+// sequential chain is then shared-memory and tensor-core work only. At K = 256 two buffers do not
+// fit, and the copy is issued at the top of the step instead (no overlap).
+template <int kK>
+struct StateLayout {
+  static constexpr int kStages = kK == 256 ? 1 : 2;
+  static constexpr int kLdk = kK + 8;    // 16-bit k rows
+  static constexpr int kLdw = kK + 8;    // float32 W rows (8 floats apart mod 32 banks)
+  static constexpr int kLdp = kBV + 8;   // 16-bit hi/lo planes of S and U: 80-byte rows
+  static constexpr int kK16 = kC * kLdk * 2, kW = kC * kLdw * 4, kU0 = kC * kLdBV * 4, kG = kC * 4;
+  static constexpr int kStage = kK16 + kW + kU0 + kG;
+  static constexpr int kSPlane = kK * kLdp * 2, kUPlane = kC * kLdp * 2;
+  static constexpr int kBytes = kStages * kStage + 2 * kSPlane + 2 * kUPlane;
+};
+
+// 16 bytes global -> shared without a register round trip; valid = false zero-fills and reads
+// nothing.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uint32_t(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
 template <typename T, int kK>
 __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
-  constexpr int kMT = kK / 64, kLdk = kK + 8;
+  using Lay = StateLayout<kK>;
+  constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   extern __shared__ __align__(16) unsigned char smem[];
-  T* k_s = reinterpret_cast<T*>(smem);
-  float* S_s = reinterpret_cast<float*>(k_s + kC * kLdk);  // [K][kLdBV] entering state
-  float* U_s = S_s + kK * kLdBV;                            // [C][kLdBV] exp(gL - gamma) .* U
-  float* gamma_s = U_s + kC * kLdBV;
+  unsigned char* planes = smem + Lay::kStages * Lay::kStage;
+  T* S_hi = reinterpret_cast<T*>(planes);  // [K][kLdp] entering state, split
+  T* S_lo = S_hi + kK * kLdp;
+  T* U_hi = S_lo + kK * kLdp;              // [C][kLdp] exp(gL - gamma) .* U, split
+  T* U_lo = U_hi + kC * kLdp;
 
   const GdnShape s = p.shape;
   const int64_t V = s.V, v0 = int64_t(blockIdx.x) * kBV, hv = blockIdx.y, b = blockIdx.z;
   const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv, N = ws.num_chunks;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
   const int row0 = warp * (kK / 4);
+
+  // The tiles of chunk n in buffer `buf`: k rows (zero past the end), W, U0 and gamma (the
+  // workspace pads every chunk to 64 rows with zeros).
+  auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage); };
+  auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16); };
+  auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16 + Lay::kW); };
+  auto g_tile = [&](int buf) {
+    return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16 + Lay::kW + Lay::kU0);
+  };
+  auto issue_copies = [&](int64_t n, int buf) {
+    const int64_t t0 = n * kC, chunk = head * N + n;
+    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const T* k_src = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
+    T* k_dst = k_tile(buf);
+    for (int x = tid; x < kC * (kK / 8); x += kThreads) {
+      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
+      cp_async16(k_dst + r * kLdk + c, r < L ? k_src + r * s.H * kK + c : k_src, r < L);
+    }
+    if (p.use_delta) {
+      const float* w_src = ws.W + chunk * kC * kK;
+      float* w_dst = w_tile(buf);
+      for (int x = tid; x < kC * (kK / 4); x += kThreads) {
+        const int r = x / (kK / 4), c = (x % (kK / 4)) * 4;
+        cp_async16(w_dst + r * kLdw + c, w_src + r * kK + c, true);
+      }
+    }
+    const float* u_src = ws.U + chunk * kC * V + v0;
+    float* u_dst = u_tile(buf);
+    for (int x = tid; x < kC * (kBV / 4); x += kThreads) {
+      const int r = x / (kBV / 4), c = (x % (kBV / 4)) * 4;
+      cp_async16(u_dst + r * kLdBV + c, u_src + int64_t(r) * V + c, true);
+    }
+    if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + chunk * kC + 4 * tid, true);
+    cp_async_commit();
+  };
 
   float S[kMT][4][4];
   {
@@ -342,13 +402,24 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
         }
   }
 
+  if (Lay::kStages == 2) issue_copies(0, 0);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t t0 = n * kC, chunk = head * N + n;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    __syncthreads();  // k_s, U_s of the previous chunk are consumed
-    load_rows(k_s, kLdk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK, s.H * kK, kK, L);
-    if (tid < kC) gamma_s[tid] = ws.gamma[chunk * kC + tid];
-    {  // the entering state: to shared memory (B operand of W S) and to the workspace (stage 3)
+    const int buf = Lay::kStages == 2 ? int(n & 1) : 0;
+    if (Lay::kStages == 1) {
+      __syncthreads();  // every read of the previous chunk's tiles is done
+      issue_copies(n, 0);
+    }
+    cp_async_wait_all();
+    __syncthreads();  // chunk n's tiles are visible; the previous step's reads are done
+    if (Lay::kStages == 2 && n + 1 < N) issue_copies(n + 1, buf ^ 1);
+    const T* k_s = k_tile(buf);
+    const float* W_s = w_tile(buf);
+    const float* U0_s = u_tile(buf);
+    const float* gamma_s = g_tile(buf);
+
+    {  // the entering state: split into the B operand planes of W S, and to the workspace (stage 3)
       float* st = ws.states + chunk * kK * V + v0;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
@@ -358,45 +429,53 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
           for (int hh = 0; hh < 2; ++hh) {
             const int r = row0 + 16 * mt + g + 8 * hh, c = 8 * nt + t;
             const float2 x = make_float2(S[mt][nt][2 * hh], S[mt][nt][2 * hh + 1]);
-            *reinterpret_cast<float2*>(S_s + r * kLdBV + c) = x;
+            uint32_t hi, lo;
+            split2<T>(x.x, x.y, hi, lo);
+            *reinterpret_cast<uint32_t*>(S_hi + r * kLdp + c) = hi;
+            *reinterpret_cast<uint32_t*>(S_lo + r * kLdp + c) = lo;
             *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
           }
     }
     __syncthreads();
 
-    // U = U0 - W S: W and S both float32, three products (Wh Sh + Wl Sh + Wh Sl).
-    float* Ub = ws.U + chunk * kC * V + v0;
+    // U = U0 - W S: W and S both float32, three products (Wh Sh + Wl Sh + Wh Sl). Two partial sums
+    // (even and odd k steps) halve the dependent chain of mma instructions.
     float u[4][4];
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float2 x = *reinterpret_cast<const float2*>(Ub + int64_t(16 * warp + g + 8 * hh) * V + 8 * nt + t);
+        const float2 x = *reinterpret_cast<const float2*>(U0_s + (16 * warp + g + 8 * hh) * kLdBV + 8 * nt + t);
         u[nt][2 * hh] = x.x;
         u[nt][2 * hh + 1] = x.y;
       }
     if (p.use_delta) {
-      const float* Wb = ws.W + (chunk * kC + 16 * warp) * kK;
-      float ws_acc[4][4] = {};
-#pragma unroll 4
+      float ws_acc[2][4][4] = {};
+#pragma unroll
       for (int ks = 0; ks < kK / 16; ++ks) {
         uint32_t ah[4], al[4];
-        lda_split<T>(ah, al, Wb + 16 * ks, kK);
+        lda_split<T>(ah, al, W_s + 16 * warp * kLdw + 16 * ks, kLdw);
 #pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          uint32_t bh[2], bl[2];
-          ldb_split<T>(bh, bl, S_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
-          Mma<T>::run(ws_acc[nt], al, bh);
-          Mma<T>::run(ws_acc[nt], ah, bl);
-          Mma<T>::run(ws_acc[nt], ah, bh);
+        for (int np = 0; np < 2; ++np) {
+          uint32_t bh[2][2], bl[2][2];
+          ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
+          ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            float* acc = ws_acc[ks & 1][2 * np + j];
+            Mma<T>::run(acc, al, bh[j]);
+            Mma<T>::run(acc, ah, bl[j]);
+            Mma<T>::run(acc, ah, bh[j]);
+          }
         }
       }
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[nt][e];
+        for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[0][nt][e] + ws_acc[1][nt][e];
     }
     const float g_last = gamma_s[L - 1];
+    float* Ub = ws.U + chunk * kC * V + v0;
 #pragma unroll
     for (int hh = 0; hh < 2; ++hh) {
       const int r = 16 * warp + g + 8 * hh;
@@ -405,7 +484,10 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
       for (int nt = 0; nt < 4; ++nt) {
         const int c = 8 * nt + t;
         *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u[nt][2 * hh], u[nt][2 * hh + 1]);
-        *reinterpret_cast<float2*>(U_s + r * kLdBV + c) = make_float2(d * u[nt][2 * hh], d * u[nt][2 * hh + 1]);
+        uint32_t hi, lo;
+        split2<T>(d * u[nt][2 * hh], d * u[nt][2 * hh + 1], hi, lo);
+        *reinterpret_cast<uint32_t*>(U_hi + r * kLdp + c) = hi;
+        *reinterpret_cast<uint32_t*>(U_lo + r * kLdp + c) = lo;
       }
     }
     __syncthreads();
@@ -422,7 +504,10 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
     for (int ks = 0; ks < kC / 16; ++ks) {
       uint32_t bh[4][2], bl[4][2];
 #pragma unroll
-      for (int nt = 0; nt < 4; ++nt) ldb_split<T>(bh[nt], bl[nt], U_s + 16 * ks * kLdBV + 8 * nt, kLdBV);
+      for (int np = 0; np < 2; ++np) {
+        ldsm_b2_trans(&bh[2 * np], U_hi + 16 * ks * kLdp + 16 * np, kLdp);
+        ldsm_b2_trans(&bl[2 * np], U_lo + 16 * ks * kLdp + 16 * np, kLdp);
+      }
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt) {
         uint32_t a[4];
@@ -588,7 +673,7 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
 
 template <typename T, int kK>
 cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  const int bytes = states_smem_bytes(kK);
+  const int bytes = StateLayout<kK>::kBytes;
   if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK>, bytes)) return e;
   const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
   gdn_wy_ut_state_kernel<T, kK><<<grid, kThreads, bytes, stream>>>(p, ws);
