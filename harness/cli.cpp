@@ -33,6 +33,8 @@ po::options_description option_description() {
       ("dtypes", s("fp32"), "fp32, bf16, fp16")
       ("B", s("1"), "batch sizes")
       ("T", s("256"), "sequence lengths")
+      ("context", s("0"), "tokens already in the KV cache before the T new ones (attention decode; "
+                          "GDN variants ignore it)")
       ("H", s("2"), "q/k heads")
       ("HV", s("same"), "value heads (multiples of H); same: HV = H")
       ("K", s("64"), "key head dims")
@@ -41,6 +43,8 @@ po::options_description option_description() {
       ("gate", s("on"), "on, off (off: no g tensor, DeltaNet)")
       ("delta", s("on"), "on, off (off: gated linear attention)")
       ("h0", s("off"), "on, off (initial state)")
+      ("frontend", s("off"), "on, off (on: raw projections and front-end parameters; the variant runs the "
+                             "conv, SiLU, L2 norm and gates; gate off and other gate/beta distributions are dropped)")
       ("gate-dist", s("logsigmoid"), "logsigmoid, zero, strong")
       ("beta-dist", s("sigmoid"), "sigmoid, zero, one")
       ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
@@ -60,7 +64,9 @@ po::options_description option_description() {
       ("no-flush", "timing: do not flush L2 before each GPU sample")
       ("graph", "timing: time replays of a CUDA graph of the launch")
       ("no-ceilings", "run: do not measure the device ceilings first (no fraction columns)")
-      ("no-progress", "do not print progress to stderr");
+      ("no-progress", "do not print progress to stderr")
+      ("determinism", s("auto"), "launch each passing case twice and compare o and hT bitwise: on, "
+                                 "off; auto: on for verify, off for run");
   return d;
 }
 
@@ -172,11 +178,24 @@ std::vector<std::string> split_whitespace(const std::string& s) {
   return out;
 }
 
+std::vector<int64_t> parse_nonnegative_list(const std::string& flag, const std::string& value) {
+  std::vector<int64_t> out;
+  for (const std::string& x : split_list(value)) {
+    const int64_t v = parse_int(flag, x);
+    if (v < 0) throw UsageError(fmt::format("--{}: {} is negative", flag, v));
+    if (v > kMaxValue) throw UsageError(fmt::format("--{}: {} is too large (at most {})", flag, v, kMaxValue));
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError(fmt::format("--{}: empty list", flag));
+  return out;
+}
+
 // Expands one fully-merged option set into cases.
 void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed,
                  std::vector<Case>& cases) {
   const auto Bs = parse_positive_list("B", opt(vm, "B"));
   const auto Ts = parse_positive_list("T", opt(vm, "T"));
+  const auto contexts = parse_nonnegative_list("context", opt(vm, "context"));
   const auto Hs = parse_positive_list("H", opt(vm, "H"));
   const std::string hv_text = opt(vm, "HV");
   const auto HVs = hv_text == "same" ? std::vector<int64_t>{0} : parse_positive_list("HV", hv_text);
@@ -187,6 +206,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   const auto gates = parse_onoff_list("gate", opt(vm, "gate"));
   const auto deltas = parse_onoff_list("delta", opt(vm, "delta"));
   const auto h0s = parse_onoff_list("h0", opt(vm, "h0"));
+  const auto frontends = parse_onoff_list("frontend", opt(vm, "frontend"));
   const auto gate_dists = parse_named_list<GateDist>("gate-dist", opt(vm, "gate-dist"),
                                                      parse_gate_dist, "logsigmoid, zero, strong");
   const auto beta_dists = parse_named_list<BetaDist>("beta-dist", opt(vm, "beta-dist"),
@@ -212,9 +232,9 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
 
   // An upper bound of the cases this grid adds (the gate, delta and chunk rules drop some).
   double bound = 1.0;
-  for (size_t n : {Bs.size(), Ts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
+  for (size_t n : {Bs.size(), Ts.size(), contexts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
                    dtypes.size(), gates.size(), deltas.size(), h0s.size(), gate_dists.size(),
-                   beta_dists.size(), variants.size()})
+                   beta_dists.size(), variants.size(), frontends.size()})
     bound *= double(n);
   bound += double(cases.size());  // those of the grids before
   if (bound > double(kMaxCases))
@@ -222,7 +242,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
                                  "into several runs", bound, kMaxCases));
   const auto largest = [](const std::vector<int64_t>& xs) { return double(*std::max_element(xs.begin(), xs.end())); };
   const double heads = std::max(largest(Hs), HVs.front() == 0 ? 0.0 : largest(HVs));
-  const double per_head = std::max({largest(Ks) * largest(Vs), largest(Ts) * largest(Ks), largest(Ts) * largest(Vs)});
+  const double tokens = largest(Ts) + largest(contexts);  // the KV cache holds context + T
+  const double per_head = std::max({largest(Ks) * largest(Vs), tokens * largest(Ks), tokens * largest(Vs)});
   if (largest(Bs) * heads * per_head > kMaxElements)
     throw UsageError("the sizes give a tensor of more than 2^53 elements; use smaller B, T, H, HV, K or V");
 
@@ -231,14 +252,17 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       const int64_t HV = HV0 == 0 ? H : HV0;
       if (HV % H != 0)
         throw UsageError(fmt::format("--HV: {} is not a multiple of --H {}", HV, H));
-      for (int64_t B : Bs) for (int64_t T : Ts) for (int64_t K : Ks) for (int64_t V : Vs)
+      for (int64_t B : Bs) for (int64_t T : Ts) for (int64_t context : contexts)
+      for (int64_t K : Ks) for (int64_t V : Vs)
       for (DType dt : dtypes) for (bool gate : gates) for (bool delta : deltas) for (bool h0 : h0s)
-      for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists)
+      for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists) for (bool fe : frontends)
       for (auto [variant, is_explicit] : variants)
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
         if (!variant->uses_chunk && ci > 0) break;  // the chunk axis only multiplies chunked variants
         if (!gate && gd != gate_dists.front()) continue;  // no gate: the gate distribution is moot
         if (!delta && bd != beta_dists.front()) continue;  // no delta term: beta is unused
+        // The front end derives g and beta from a and b: no gate-off case, one distribution.
+        if (fe && (!gate || gd != gate_dists.front() || bd != beta_dists.front())) continue;
         Problem p;
         p.shape = GdnShape{B, T, H, HV, K, V};
         p.dtype = dt;
@@ -251,7 +275,9 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.scale = scale;
         p.k_norm = k_norm;
         p.h0_scale = h0_scale;
+        p.context = context;
         p.seed = seed;
+        p.frontend = fe;
         cases.push_back({p, variant, is_explicit});
       }
     }
@@ -308,7 +334,14 @@ std::string usage_text() {
          "  verify    verify only (no timing); exit 1 if any case fails\n"
          "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n"
          "  report    gdnbench report A.csv [B.csv ...] [--out FILE] [--plots DIR]: markdown report\n"
-         "            (accuracy, timing, slope fits, crossovers, regressions against later CSVs)\n\n"
+         "            (accuracy, timing, slope fits, crossovers, regressions against later CSVs;\n"
+         "            --claims FILE adds the verdicts of the claims)\n"
+         "  claims    gdnbench claims A.csv [B.csv ...] [--claims FILE]: judge the claims of\n"
+         "            claims/gdn_claims.ini (REPRODUCED / NOT REPRODUCED / NOT MEASURABLE HERE);\n"
+         "            exit 0 whatever the verdicts, 2 on a usage error\n"
+         "  dump      gdnbench dump [problem options] --out DIR: one problem's inputs as .npy + manifest\n"
+         "  check     gdnbench check DIR --o o.npy [--ht hT.npy]: judge an external kernel's output\n"
+         "            (exit 0 PASS, 1 FAIL); see gdnbench dump --help, gdnbench check --help\n\n"
          "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
          "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n\n"
       << option_description();
@@ -382,6 +415,10 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));
   inv.progress = !base.count("no-progress");
   inv.measure_ceilings = !base.count("no-ceilings");
+  const std::string determinism = opt(base, "determinism");
+  if (determinism != "auto" && determinism != "on" && determinism != "off")
+    throw UsageError(fmt::format("--determinism: '{}' is not auto, on or off", determinism));
+  inv.check_determinism = determinism == "on" || (determinism == "auto" && inv.command == "verify");
   const int64_t warmup = parse_int("warmup", opt(base, "warmup"));
   if (warmup > kMaxValue) throw UsageError(fmt::format("--warmup: {} is too large", warmup));
   inv.timing.warmup = int(std::max<int64_t>(warmup, -1));  // negative: refused below

@@ -33,6 +33,7 @@ struct Invocation {
   int cpu_threads = 1;
   bool progress = true;
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
+  bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
   TimingConfig timing;
   std::vector<Case> cases;
 };

@@ -53,6 +53,7 @@ const std::vector<Column>& columns() {
       {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
       {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
       {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},
+      {"context", [](const M&, const R& r) { return std::to_string(r.problem.context); }},
       {"H", [](const M&, const R& r) { return std::to_string(r.problem.shape.H); }},
       {"HV", [](const M&, const R& r) { return std::to_string(r.problem.shape.HV); }},
       {"K", [](const M&, const R& r) { return std::to_string(r.problem.shape.K); }},
@@ -61,11 +62,14 @@ const std::vector<Column>& columns() {
       {"gate", [](const M&, const R& r) { return onoff(r.problem.use_gate); }},
       {"delta", [](const M&, const R& r) { return onoff(r.problem.use_delta); }},
       {"h0", [](const M&, const R& r) { return onoff(r.problem.use_h0); }},
+      {"frontend", [](const M&, const R& r) { return onoff(r.problem.frontend); }},
       {"scale", [](const M&, const R& r) { return num(r.problem.resolved_scale()); }},
       {"gate_dist", [](const M&, const R& r) {
+         if (r.problem.frontend) return std::string("frontend");  // g = -exp(A_log) softplus(a + dt_bias)
          return std::string(r.problem.use_gate ? gate_dist_name(r.problem.gate_dist) : "none");
        }},
       {"beta_dist", [](const M&, const R& r) {
+         if (r.problem.frontend && r.problem.use_delta) return std::string("frontend");  // sigmoid(b)
          return std::string(r.problem.use_delta ? beta_dist_name(r.problem.beta_dist) : "none");
        }},
       {"distributions", [](const M&, const R& r) { return r.problem.distributions(); }},
@@ -80,6 +84,7 @@ const std::vector<Column>& columns() {
       {"o_err_vs_floor", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::err_vs_floor); }},
       {"o_nan", [](const M&, const R& r) { return count(r.o, &TensorMetrics::nan_count); }},
       {"o_unwritten", [](const M&, const R& r) { return count(r.o, &TensorMetrics::unwritten); }},
+      {"o_ref_overflow", [](const M&, const R& r) { return count(r.o, &TensorMetrics::ref_overflow); }},
       {"ht_rel_l2", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::rel_l2); }},
       {"ht_max_abs", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::max_abs); }},
       {"ht_worst_index", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::worst_index); }},
@@ -87,6 +92,9 @@ const std::vector<Column>& columns() {
       {"ht_err_vs_floor", [](const M&, const R& r) { return metric(r.ht, &TensorMetrics::err_vs_floor); }},
       {"ht_nan", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::nan_count); }},
       {"ht_unwritten", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::unwritten); }},
+      {"ht_ref_overflow", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::ref_overflow); }},
+      {"conv_rel_l2", [](const M&, const R& r) { return metric(r.conv, &TensorMetrics::rel_l2); }},
+      {"deterministic", [](const M&, const R& r) { return r.deterministic; }},
       {"samples", [](const M&, const R& r) { return r.timing ? std::to_string(r.timing->samples) : ""; }},
       {"time_median_ms", [](const M&, const R& r) { return timing(r, &TimingStats::median_ms); }},
       {"time_min_ms", [](const M&, const R& r) { return timing(r, &TimingStats::min_ms); }},

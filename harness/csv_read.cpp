@@ -72,36 +72,37 @@ double CsvTable::number(size_t i, const std::string& name) const {
   return end && *end == '\0' ? x : NAN;
 }
 
-CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required) {
+CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
+                           const std::string& command) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError(fmt::format("report: cannot read '{}'", path));
+  if (!f) throw UsageError(fmt::format("{}: cannot read '{}'", command, path));
   std::ostringstream s;
   s << f.rdbuf();
   std::vector<std::vector<std::string>> lines;
   try {
     lines = parse_csv_text(s.str());
   } catch (const std::exception& e) {
-    throw UsageError(fmt::format("report: {}: {}", path, e.what()));
+    throw UsageError(fmt::format("{}: {}: {}", command, path, e.what()));
   }
-  if (lines.empty()) throw UsageError(fmt::format("report: {}: empty file, no CSV header", path));
+  if (lines.empty()) throw UsageError(fmt::format("{}: {}: empty file, no CSV header", command, path));
   CsvTable t;
   t.path = path;
   t.header = std::move(lines[0]);
   if (t.column("schema_version") < 0)
-    throw UsageError(fmt::format("report: {}: no schema_version column; not a gdnbench CSV", path));
+    throw UsageError(fmt::format("{}: {}: no schema_version column; not a gdnbench CSV", command, path));
   for (const std::string& name : required)
     if (t.column(name) < 0)
-      throw UsageError(fmt::format("report: {}: column '{}' missing (schema v{} has it)", path, name,
+      throw UsageError(fmt::format("{}: {}: column '{}' missing (schema v{} has it)", command, path, name,
                                    kCsvSchemaVersion));
   for (size_t i = 1; i < lines.size(); ++i) {
     if (lines[i].size() != t.header.size())
-      throw UsageError(fmt::format("report: {}: row {} has {} fields, the header {}", path, i + 1,
+      throw UsageError(fmt::format("{}: {}: row {} has {} fields, the header {}", command, path, i + 1,
                                    lines[i].size(), t.header.size()));
     t.rows.push_back(std::move(lines[i]));
     const std::string& v = t.cell(t.rows.size() - 1, "schema_version");
     if (v != std::to_string(kCsvSchemaVersion))
-      throw UsageError(fmt::format("report: {}: row {} has schema_version '{}'; this gdnbench reads {}",
-                                   path, i + 1, v, kCsvSchemaVersion));
+      throw UsageError(fmt::format("{}: {}: row {} has schema_version '{}'; this gdnbench reads {}",
+                                   command, path, i + 1, v, kCsvSchemaVersion));
   }
   return t;
 }

@@ -22,5 +22,7 @@ struct CsvTable {
 };
 
 // Reads a gdnbench CSV and checks schema_version == 1 on every row and that every column in
-// `required` exists. Throws UsageError (harness/cli.h) with one line naming the file otherwise.
-CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required);
+// `required` exists. Throws UsageError (harness/cli.h) with one line naming the file otherwise;
+// the line starts with `command` (the sub-command that read it).
+CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
+                           const std::string& command = "report");

@@ -167,6 +167,11 @@ std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& i
 std::optional<std::string> wy_ut_unsupported(const Problem& p) {
   if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
   if (const char* why = gdn_wy_ut_shape_unsupported(params_for_sizing(p))) return std::string(why);
+  // |k| > sqrt(2) lets the transition expand (eigenvalue 1 - beta |k|^2 < -1), so the state may
+  // leave fp16's range; wy_ut's fp16 path splits the state into fp16 hi/lo operands and cannot
+  // represent it there (bf16 has float32's range).
+  if (p.dtype == DType::f16 && p.use_delta && p.k_norm * p.k_norm > 2.0)
+    return std::string("wy_ut fp16 splits the state into fp16 operands: a growing state (|k| > sqrt 2) leaves their range; use bf16");
   return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
 }
 
@@ -176,6 +181,8 @@ std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in,
 
 std::optional<std::string> attn_naive_unsupported(const Problem& p) {
   const GdnShape& s = p.shape;
+  if (p.context > 0)
+    return std::string("attn_naive is prefill without a KV cache (context 0); decode over a cache is attn_decode");
   if (s.T > 46340) return std::string("T * T must fit in a 32-bit cuBLAS dimension product");
   AttnParams ap{p.dtype, s.B, s.T, s.HV, s.K, s.V};
   const double e = double(dtype_bytes(p.dtype));

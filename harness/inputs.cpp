@@ -14,6 +14,8 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 enum Stream : uint32_t { kQ = 1, kK, kV, kG, kGateMask, kBeta, kH0 };
+// Streams of the KV cache, apart from the enum above so that new input tensors can extend it.
+constexpr uint32_t kKCache = 64, kVCache = 65;
 
 void l2_normalise_rows(std::vector<float>& x, int64_t row) {
   for (size_t r = 0; r < x.size(); r += row) {
@@ -51,9 +53,25 @@ double counter_normal(uint64_t seed, uint32_t stream, uint64_t index) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+namespace {
+
+std::vector<float> draw_h0(const Problem& p) {
+  std::vector<float> h0 = normal_tensor(p.seed, kH0, p.shape.state_elems());
+  if (p.h0_scale != 1.0)
+    for (float& x : h0) x = float(p.h0_scale * x);
+  return h0;
+}
+
+}  // namespace
+
 HostInputs make_inputs(const Problem& p) {
   const GdnShape& s = p.shape;
   HostInputs in;
+  if (p.frontend) {  // raw projections and front-end parameters instead of q, k, v, g, beta
+    in.fe = make_frontend_inputs(p);
+    if (p.use_h0) in.h0 = draw_h0(p);
+    return in;
+  }
   in.q = normal_tensor(p.seed, kQ, s.qk_elems());
   in.k = normal_tensor(p.seed, kK, s.qk_elems());
   in.v = normal_tensor(p.seed, kV, s.v_elems());
@@ -91,12 +109,38 @@ HostInputs make_inputs(const Problem& p) {
       case BetaDist::one: in.beta[i] = 1.0f; break;
     }
   }
-  if (p.use_h0) {
-    in.h0 = normal_tensor(p.seed, kH0, s.state_elems());
-    if (p.h0_scale != 1.0)
-      for (float& x : in.h0) x = float(p.h0_scale * x);
-  }
+  if (p.use_h0) in.h0 = draw_h0(p);
   return in;
+}
+
+void add_kv_cache(const Problem& p, HostInputs& in) {
+  const GdnShape& s = p.shape;
+  const int64_t nk = s.B * p.context * s.H * s.K, nv = s.B * p.context * s.HV * s.V;
+  if (int64_t(in.k_cache.size()) == nk && int64_t(in.v_cache.size()) == nv) return;
+  in.k_cache = normal_tensor(p.seed, kKCache, nk);
+  in.v_cache = normal_tensor(p.seed, kVCache, nv);
+  // The same steps as q and k in make_inputs, over row ranges in threads (a cache can hold
+  // billions of elements); every row is finished by one thread, so values do not depend on them.
+  const int64_t rows = p.context > 0 ? nk / s.K : 0;
+  const int64_t workers = std::clamp<int64_t>(nk / (1 << 16), 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t r = rows * w / workers; r < rows * (w + 1) / workers; ++r) {
+        float* x = in.k_cache.data() + r * s.K;
+        double ss = 0.0;
+        for (int64_t c = 0; c < s.K; ++c) ss += double(x[c]) * x[c];
+        const double inv = 1.0 / std::sqrt(ss + 1e-12);
+        for (int64_t c = 0; c < s.K; ++c) {
+          x[c] = float(x[c] * inv);
+          if (p.k_norm != 1.0) x[c] = float(p.k_norm * x[c]);
+          x[c] = round_to(p.dtype, x[c]);
+        }
+      }
+      for (int64_t i = nv * w / workers; i < nv * (w + 1) / workers; ++i)
+        in.v_cache[i] = round_to(p.dtype, in.v_cache[i]);
+    });
+  for (auto& t : pool) t.join();
 }
 
 GdnRefInputs RefInputsF64::view() const {
@@ -112,5 +156,15 @@ GdnRefInputs RefInputsF64::view() const {
 
 RefInputsF64 to_f64(const HostInputs& in) {
   auto up = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
-  return RefInputsF64{up(in.q), up(in.k), up(in.v), up(in.g), up(in.beta), up(in.h0)};
+  RefInputsF64 r;
+  r.q = up(in.q);
+  r.k = up(in.k);
+  r.v = up(in.v);
+  r.g = up(in.g);
+  r.beta = up(in.beta);
+  r.h0 = up(in.h0);
+  r.k_cache = &in.k_cache;
+  r.v_cache = &in.v_cache;
+  r.fe = frontend_to_f64(in.fe);
+  return r;
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "harness/frontend_inputs.h"
 #include "harness/problem.h"
 #include "reference/gdn_reference.h"
 
@@ -14,6 +15,14 @@ struct HostInputs {
   std::vector<float> g;     // [B, T, HV] (empty when the problem has no gate)
   std::vector<float> beta;  // [B, T, HV]
   std::vector<float> h0;    // [B, HV, K, V] (empty when the problem has no h0)
+  // The KV cache of a problem with context > 0 (attention): k_cache [B, context, H, K] drawn and
+  // normalised as k, v_cache [B, context, HV, V] as v, both dtype-rounded. Empty until
+  // add_kv_cache fills them: only the attention variants read them, so the GDN rows of a
+  // long-context problem do not pay for a cache of many GiB.
+  std::vector<float> k_cache, v_cache;
+  // A front-end problem (Problem::frontend): the raw projections and front-end parameters; then
+  // q, k, v, g and beta are empty (the kernel derives them) and h0 is drawn as always.
+  FrontEndHost fe;
 };
 
 // Standard normal and uniform (0, 1] draws for element `index` of tensor `stream`.
@@ -21,10 +30,18 @@ double counter_normal(uint64_t seed, uint32_t stream, uint64_t index);
 double counter_uniform(uint64_t seed, uint32_t stream, uint64_t index);
 
 HostInputs make_inputs(const Problem& p);
+// Fills in.k_cache and in.v_cache for p.context (a no-op when they already hold them).
+void add_kv_cache(const Problem& p, HostInputs& in);
 
 // Float64 copies of the inputs and the view the reference takes.
 struct RefInputsF64 {
   std::vector<double> q, k, v, g, beta, h0;
+  // The KV cache stays float (exactly the values the kernels see; a double copy of a long cache
+  // would not fit in host memory): these point at the HostInputs to_f64 was given, which must
+  // outlive this object. Filled later by add_kv_cache on that HostInputs is fine.
+  const std::vector<float>* k_cache = nullptr;
+  const std::vector<float>* v_cache = nullptr;
+  FrontEndF64 fe;  // a front-end problem's inputs (empty otherwise)
   GdnRefInputs view() const;
 };
 RefInputsF64 to_f64(const HostInputs& in);

@@ -9,8 +9,10 @@
 
 #include <fmt/format.h>
 
+#include "harness/claims.h"
 #include "harness/cli.h"
 #include "harness/csv.h"
+#include "harness/external.h"
 #include "harness/gpu_runtime.h"
 #include "harness/junit.h"
 #include "harness/report.h"
@@ -85,6 +87,17 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
 int run_main(const std::vector<std::string>& args) {
   // `report` reads CSVs only: no GPU query, no case grid.
   if (!args.empty() && args[0] == "report") return run_report({args.begin() + 1, args.end()});
+  // `claims` reads CSVs; `dump` and `check` exchange .npy files with external kernels (CPU only).
+  if (!args.empty() && args[0] == "claims") return run_claims({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "dump") return run_dump({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "check") {
+    RunMeta meta;
+    meta.timestamp = utc_timestamp();
+    const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
+    meta.git_sha = env_sha ? env_sha : GDNBENCH_GIT_SHA;
+    meta.host = host_name();
+    return run_check({args.begin() + 1, args.end()}, meta);
+  }
   const GpuInfo gpu = query_gpu();
   Invocation inv = parse_invocation(args, gpu.available);
   if (inv.command == "help") {
@@ -105,6 +118,7 @@ int run_main(const std::vector<std::string>& args) {
   opt.timing = inv.timing;
   opt.cpu_name = cpu_model_name();
   opt.gpu = gpu;
+  opt.check_determinism = inv.check_determinism;
 
   // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
   const ResumeState resumed = inv.resume ? apply_resume(inv) : ResumeState{};
@@ -154,7 +168,16 @@ int run_main(const std::vector<std::string>& args) {
                summary.rows.size() + resumed.kept_rows);
     return 130;
   }
-  return summary.failed > 0 || resumed.kept_failed > 0 ? 1 : 0;
+  if (summary.failed > 0 || resumed.kept_failed > 0) return 1;
+  // A GPU variant named explicitly on a machine without a usable GPU: its rows are SKIPPED with
+  // the reason, and the run did not do what was asked, so it is a runtime error, not a pass.
+  for (const Case& c : inv.cases)
+    if (c.explicit_variant && c.variant->backend == Backend::cuda && !gpu.available) {
+      fmt::print(stderr, "gdnbench: runtime error: variant {} needs a CUDA device ({}); its rows are SKIPPED\n",
+                 c.variant->name, gpu.why_not);
+      return 3;
+    }
+  return 0;
 }
 
 }  // namespace

@@ -20,10 +20,26 @@ struct TensorMetrics {
   int64_t worst_index = -1;   // flat index of max_abs
   double floor_rel_l2 = 0.0;  // rel_l2 of ref rounded to the output dtype: the ideal kernel
   double err_vs_floor = 0.0;  // rel_l2 / floor_rel_l2
-  int64_t nan_count = 0;      // non-finite elements that were written
+  int64_t nan_count = 0;      // non-finite elements written where the reference is in range
   int64_t unwritten = 0;      // elements still holding the poison
-  bool finite_ok() const { return nan_count == 0 && unwritten == 0; }
+  // Elements whose reference lies beyond the output dtype's range (or is itself non-finite): the
+  // ideal kernel writes +-inf there. They are left out of rel_l2, max_abs and the floor; each
+  // must come back as inf of the reference's sign, or NaN (rule: docs/TOLERANCES.md).
+  int64_t ref_overflow = 0;
+  int64_t overflow_mismatch = 0;  // of those, elements written finite or as the other inf
+  bool finite_ok() const { return nan_count == 0 && unwritten == 0 && overflow_mismatch == 0; }
 };
+
+// The smallest magnitude that rounds to infinity in dtype t (round to nearest even): 65520 for
+// fp16, (2 - 2^-8) 2^127 for bf16, (2 - 2^-24) 2^127 for fp32.
+double overflow_threshold(DType t);
+// A reference element within this relative distance of the overflow threshold may come back
+// either finite (compared as usual) or as the matching inf: a kernel's own rounding error decides
+// which side of the threshold it lands, and either is right.
+constexpr double kOverflowBand = 1.0 / 64.0;
+
+// Elements whose bits differ (the determinism check); size differences count as differing.
+int64_t count_bit_differences(const std::vector<float>& a, const std::vector<float>& b);
 
 // `got` as float (values representable in out_dtype); ref in float64, same layout.
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,

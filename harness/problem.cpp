@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/frontend_inputs.h"
+
 const char* gate_dist_name(GateDist d) {
   switch (d) {
     case GateDist::logsigmoid: return "logsigmoid";
@@ -42,10 +44,13 @@ std::string Problem::input_key() const {
   return fmt::format("{}/{}/{}/{}/{}/{}/{}/g{}/d{}/h{}/{}/{}/{}/{}", shape.B, shape.T, shape.H,
                      shape.HV, shape.K, shape.V, dtype_name(dtype), use_gate, use_delta, use_h0,
                      gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed) +
-         fmt::format("/kn{}/h0s{}", k_norm, h0_scale);
+         fmt::format("/kn{}/h0s{}/ctx{}", k_norm, h0_scale, context) + (frontend ? "/fe" : "");
 }
 
 std::string Problem::distributions() const {
+  if (frontend)
+    return fmt::format("{} cache={} h0={}", frontend_distributions(), use_h0 ? "N" : "none",
+                       !use_h0 ? "none" : h0_scale == 1.0 ? "N" : fmt::format("{}*N", h0_scale));
   std::string g = !use_gate ? "g=none"
                   : gate_dist == GateDist::logsigmoid ? "g=logsigmoid(N)/16 mask0.1"
                   : gate_dist == GateDist::zero       ? "g=0"

@@ -40,7 +40,15 @@ struct Problem {
   // eigenvalue 1 - k_norm^2 < -1 and the state grows), h0 drawn as h0_scale * N(0, 1).
   double k_norm = 1.0;
   double h0_scale = 1.0;
+  // Tokens already in the KV cache before the T new ones (attention decode): keys and values
+  // cover context + T positions and the T queries are the last T. GDN variants ignore it (their
+  // state, h0, stands for the past).
+  int64_t context = 0;
   uint64_t seed = 0;
+  // The inputs are raw projections and front-end parameters (harness/frontend_inputs.h): the
+  // kernel runs the short conv, SiLU, L2 norm and gates itself (DESIGN.md section 1, "Fused front
+  // end"), and returns the final conv caches too. gate_dist, beta_dist and k_norm do not apply.
+  bool frontend = false;
 
   double resolved_scale() const;
   // Inputs and reference depend on these fields only (not on chunk): problems with equal keys

@@ -1,11 +1,21 @@
 #include "harness/cpu_variants.h"
 #include "harness/variant.h"
 #ifdef GDNBENCH_HAVE_CUDA
+#include "harness/cuda_frontend_variants.h"
 #include "harness/cuda_variants.h"
 #endif
 
 const char* family_name(Family f) { return f == Family::gdn ? "gdn" : "attention"; }
 const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
+
+namespace {
+// An entry of a variant that takes a front-end problem's raw projections (Problem::frontend).
+[[maybe_unused]] VariantInfo takes_frontend(VariantInfo v, double (*min_bytes)(const Problem&)) {
+  v.frontend = true;
+  v.min_bytes = min_bytes;
+  return v;
+}
+}  // namespace
 
 const std::vector<VariantInfo>& variant_registry() {
   static const std::vector<VariantInfo> table = {
@@ -25,9 +35,34 @@ const std::vector<VariantInfo>& variant_registry() {
       {"wy_ut", Family::gdn, Backend::cuda, Precision::tensor_core, false, 64, "bf16 fp16",
        "K in {64, 128, 256}; V a multiple of 32 <= 256; C = 64", wy_ut_unsupported, create_wy_ut,
        "UT transform on tensor cores (mma.sync), split-precision products, fp32 state"},
+      takes_frontend({"unfused_conv", Family::gdn, Backend::cuda, Precision::tensor_core_frontend, false, 64,
+                      "bf16 fp16", "wy_ut's: K in {64, 128, 256}; V a multiple of 32 <= 256",
+                      unfused_conv_unsupported, create_unfused_conv,
+                      "front-end kernel (conv, SiLU, L2 norm, gates) writes q, k, v, g, beta; then wy_ut"},
+                     frontend_min_bytes_f32_state),
+      takes_frontend({"fused_decode", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0,
+                      "fp32 bf16 fp16", "T <= 8 new tokens; K, V <= 256", fused_decode_unsupported,
+                      create_fused_decode,
+                      "in-place decode: conv cache roll, front end, state update, o; one kernel, state pool by slot"},
+                     frontend_min_bytes_f32_state),
+      takes_frontend({"fused_decode_bf16state", Family::gdn, Backend::cuda, Precision::bf16_state, false, 0,
+                      "fp32 bf16 fp16", "T <= 8 new tokens; K, V <= 256", fused_decode_unsupported,
+                      create_fused_decode_bf16state, "fused_decode with the state pool in bf16 (float32 math)"},
+                     frontend_min_bytes_bf16_state),
+      // Deterministic (the default): cuBLAS documents bitwise-identical results run to run on one
+      // GPU model when a handle's stream keeps one workspace (cublasSetWorkspace, as here) and
+      // atomics stay off (its default); the softmax reduces in a fixed order.
       {"attn_naive", Family::attention, Backend::cuda, Precision::tensor_core, false, 0,
        "fp32 bf16 fp16", "any D; T x T scores must fit", attn_naive_unsupported, create_attn_naive,
        "causal softmax via cuBLAS GEMMs with T x T scores in memory (quadratic baseline)"},
+      {"attn_flash", Family::attention, Backend::cuda, Precision::tensor_core, false, 0, "bf16 fp16",
+       "K = V in {64, 128, 256}; any T; context 0", attn_flash_unsupported, create_attn_flash,
+       "FlashAttention-2 forward: online softmax on mma.sync, K/V tiles streamed, no T x T memory"},
+      // Deterministic: the split count depends only on the shape and the SM count, and splits and
+      // groups are merged in a fixed order.
+      {"attn_decode", Family::attention, Backend::cuda, Precision::tensor_core, false, 0, "bf16 fp16",
+       "K = V in {64, 128, 256}; T = 1; any context", attn_decode_unsupported, create_attn_decode,
+       "one token against a KV cache, split over the keys (flash-decoding) and combined"},
 #endif
   };
   return table;

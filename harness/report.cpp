@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/claims.h"
 #include "harness/cli.h"
 
 const std::vector<std::string>& report_required_columns() {
@@ -45,6 +46,7 @@ struct Row {
   SeriesKey key;
   std::string family, status;
   int64_t T = 0;
+  int64_t context = 0;  // KV-cache tokens: decode rows (> 0) have their own section
   double median = NAN, cv = NAN, tflops = NAN, gbps = NAN, frac_flops = NAN, frac_bw = NAN;
   double o_rel = NAN, o_vs_floor = NAN, ht_rel = NAN;
   bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
@@ -68,6 +70,7 @@ std::vector<Row> load_rows(const CsvTable& t, size_t file) {
     r.family = t.cell(i, "family");
     r.status = t.cell(i, "status");
     r.T = integer("T");
+    r.context = integer("context");  // absent column: 0
     r.median = t.number(i, "time_median_ms");
     r.cv = t.number(i, "time_cv");
     r.tflops = t.number(i, "tflops");
@@ -104,7 +107,7 @@ using Series = std::map<SeriesKey, std::map<int64_t, const Row*>>;
 Series timed_series(const std::vector<Row>& rows, size_t* shadowed) {
   Series s;
   for (const Row& r : rows)
-    if (r.timed() && !s[r.key].emplace(r.T, &r).second && shadowed) ++*shadowed;
+    if (r.timed() && r.context == 0 && !s[r.key].emplace(r.T, &r).second && shadowed) ++*shadowed;
   return s;
 }
 
@@ -324,7 +327,8 @@ std::string join_args(const std::vector<std::string>& args) {
 }  // namespace
 
 std::string build_report(const std::vector<CsvTable>& tables, const std::string& command,
-                         const std::vector<std::string>& plots, const std::string& plots_command) {
+                         const std::vector<std::string>& plots, const std::string& plots_command,
+                         const std::string& claims_path) {
   std::vector<std::vector<Row>> per_file;
   std::vector<Row> rows;
   for (size_t f = 0; f < tables.size(); ++f) {
@@ -342,7 +346,9 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
   timing(md, series, rows, shadowed);
   complexity(md, series, rows);
   speedups(md, series, rows);
+  md += decode_section(tables);
   regression(md, tables, per_file);
+  if (!claims_path.empty()) md += claims_markdown(evaluate_claims(read_claims_file(claims_path), tables), claims_path);
   if (!plots.empty()) {
     md += fmt::format("## Plots\n\nMade by `{}`.\n\n", plots_command);
     for (const std::string& p : plots)
@@ -352,17 +358,18 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
 }
 
 std::string report_usage_text() {
-  return "usage: gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR]\n"
+  return "usage: gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR] [--claims FILE]\n"
          "  Markdown from gdnbench CSVs (schema v1): environment, accuracy, timing, complexity fits,\n"
          "  speedups and crossovers against attention, and a regression check of the first CSV\n"
          "  against each later one. --out: write to a file (default: stdout). --plots: embed the\n"
-         "  PNG files of DIR (from scripts/plot.py), linked relative to the report.\n";
+         "  PNG files of DIR (from scripts/plot.py), linked relative to the report. --claims: add the\n"
+         "  verdicts of a claims file (a path, or a name in claims/, e.g. gdn_claims).\n";
 }
 
 int run_report(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
-  std::string out, plots_dir;
+  std::string out, plots_dir, claims;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&](const std::string& flag, std::string& dst) {
@@ -381,7 +388,7 @@ int run_report(const std::vector<std::string>& args) {
       fmt::print("{}", report_usage_text());
       return 0;
     }
-    if (value("--out", out) || value("--plots", plots_dir)) continue;
+    if (value("--out", out) || value("--plots", plots_dir) || value("--claims", claims)) continue;
     if (a.size() > 1 && a[0] == '-')
       throw UsageError("report: unknown flag '" + a + "'; see gdnbench report --help");
     files.push_back(a);
@@ -402,7 +409,8 @@ int run_report(const std::vector<std::string>& args) {
     // scripts/plot.py's figures in reading order, anything else after them.
     const auto rank = [](const std::string& p) {
       const std::string stem = fs::path(p).stem().string();
-      const char* order[] = {"time_vs_T", "speedup_vs_T", "o_rel_l2_vs_T", "peak_memory_vs_T"};
+      const char* order[] = {"time_vs_T", "speedup_vs_T", "o_rel_l2_vs_T", "peak_memory_vs_T",
+                             "decode_latency_vs_L", "decode_memory_vs_L"};
       return std::find(std::begin(order), std::end(order), stem) - std::begin(order);
     };
     std::sort(plots.begin(), plots.end(), [&](const std::string& a, const std::string& b) {
@@ -412,7 +420,8 @@ int run_report(const std::vector<std::string>& args) {
   std::string plots_command = "scripts/plot.py";
   for (const std::string& f : files) plots_command += " " + f;
   plots_command += " --outdir " + plots_dir;
-  const std::string md = build_report(tables, join_args(args), plots, plots_command);
+  const std::string claims_path = claims.empty() ? "" : resolve_claims_path(claims);
+  const std::string md = build_report(tables, join_args(args), plots, plots_command, claims_path);
   if (out.empty()) {
     fmt::print("{}", md);
     return 0;

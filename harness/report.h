@@ -1,4 +1,4 @@
-// `gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR]`: markdown from schema-v1
+// `gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR] [--claims FILE]`: markdown from schema-v1
 // CSVs (environment, accuracy, timing, complexity fits, speedups and crossovers against the
 // attention baselines, and a regression check of the first CSV against each later one).
 // The numerical pieces are free functions so the tests can pin them.
@@ -52,9 +52,16 @@ const std::vector<std::string>& report_required_columns();
 // The markdown report. `command` is the line recorded as having made it; `plots` are image paths
 // as the markdown should link them (relative to the report), embedded in a last section that
 // names `plots_command` as their maker.
+// `claims_path` non-empty: a last section with the verdicts of that claims file (harness/claims.h).
 std::string build_report(const std::vector<CsvTable>& tables, const std::string& command,
                          const std::vector<std::string>& plots = {},
-                         const std::string& plots_command = "scripts/plot.py");
+                         const std::string& plots_command = "scripts/plot.py",
+                         const std::string& claims_path = "");
+
+// The decode section: rows with a context (KV-cache tokens) > 0, latency and peak memory against
+// the context L per series, and attention time / GDN time at each L (harness/report_decode.cpp).
+// Empty when no row has a context.
+std::string decode_section(const std::vector<CsvTable>& tables);
 
 // The sub-command; args are those after "report". Throws UsageError on bad use or input.
 int run_report(const std::vector<std::string>& args);

@@ -26,14 +26,17 @@ double gdn_min_bytes(const Problem& p) {
   return bytes;
 }
 
-// Causal softmax attention: 2 T^2 D per head (QK^T and PV, half the square each).
+// Causal softmax attention: 2 T^2 D per head (QK^T and PV, half the square each). With a KV
+// cache each of the T queries also attends to the context cached positions: + 2 T context (K + V).
 double attention_flops(const Problem& p) {
   const GdnShape& s = p.shape;
-  return 2.0 * double(s.T) * double(s.T) * double(s.K + s.V) / 2.0 * double(s.B * s.HV);
+  const double pairs = double(s.T) * double(s.T) / 2.0 + double(s.T) * double(p.context);
+  return 2.0 * pairs * double(s.K + s.V) * double(s.B * s.HV);
 }
 
 double attention_min_bytes(const Problem& p) {
   const GdnShape& s = p.shape;
   const double e = double(dtype_bytes(p.dtype));
-  return e * double(s.B * s.T * s.HV) * double(2 * s.K + 2 * s.V);
+  const double cache = double(p.context) * double(s.K + s.V);  // the cached keys and values, read once
+  return e * double(s.B * s.HV) * (double(s.T) * double(2 * s.K + 2 * s.V) + cache);
 }

@@ -29,6 +29,9 @@ struct ResultRow {
   Status status = Status::skipped;
   std::string reason;  // why SKIPPED, or what failed
   TensorMetrics o, ht;
+  // Front-end problems: the final conv caches (q, k, v concatenated) against the reference's.
+  // They are copies of dtype inputs, so anything but an exact match fails.
+  TensorMetrics conv;
   Tolerance tol{0, 0, ""};
   std::optional<TimingStats> timing;
   double flops = 0;    // documented FLOP count (DESIGN.md section 4)
@@ -37,6 +40,10 @@ struct ResultRow {
   double ceiling_gbps = 0;    // measured copy bandwidth of the device (GPU rows, run only)
   double ceiling_tflops = 0;  // measured GEMM rate for the row's dtype (bf16, or fp32 for fp32)
   std::string device;  // where this row ran
+  // The determinism check (RunOptions::check_determinism): "yes" launched twice, o and hT
+  // bitwise identical; "no" the variant declares itself non-deterministic, not checked; empty:
+  // not checked (skipped, failed, or the check was off).
+  std::string deterministic;
 };
 
 // FLOP and byte counts of the problem for a family (DESIGN.md section 4).

@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "harness/frontend_inputs.h"
 
 namespace {
 
@@ -24,6 +28,47 @@ std::optional<std::string> attention_applicability(const Problem& p) {
   if (!p.use_gate || !p.use_delta || p.use_h0)
     return std::string("attention baselines run only on the plain GDN configuration (gate on, delta on, h0 off)");
   return std::nullopt;
+}
+
+// A front-end problem (raw projections) suits only the variants that take them, and the other
+// way round.
+std::optional<std::string> frontend_applicability(const VariantInfo& v, const Problem& p) {
+  if (v.frontend != p.frontend) return frontend_mismatch_reason(v.frontend);
+  return std::nullopt;
+}
+
+// What breaks the finiteness rules of a tensor (harness/metrics.h, docs/TOLERANCES.md).
+std::string finite_problem(const char* what, const TensorMetrics& m, DType dtype) {
+  std::string text = fmt::format("{}: {} non-finite, {} unwritten", what, m.nan_count, m.unwritten);
+  if (m.overflow_mismatch > 0)
+    text += fmt::format(", {} not inf where the reference overflows {}", m.overflow_mismatch, dtype_name(dtype));
+  return text;
+}
+
+// A second launch of a run that verified, on the same inputs with its outputs poisoned again:
+// o and hT must equal the first launch's bit for bit (RunOptions::check_determinism).
+void check_determinism(const VariantInfo& v, VariantRun& run, const RunOutputs& first, ResultRow& row) {
+  if (!v.deterministic) {
+    row.deterministic = "no";
+    return;
+  }
+  run.poison_outputs();
+  run.launch();
+  run.synchronize();
+  const RunOutputs second = run.read_outputs();
+  int64_t differ = 0;
+  size_t total = 0;
+  // o and hT, and the conv caches of front-end variants (empty elsewhere).
+  for (auto field : {&RunOutputs::o, &RunOutputs::hT, &RunOutputs::conv_cache}) {
+    differ += count_bit_differences(first.*field, second.*field);
+    total += std::max((first.*field).size(), (second.*field).size());
+  }
+  if (differ == 0) {
+    row.deterministic = "yes";
+    return;
+  }
+  row.status = Status::fail;
+  row.reason = fmt::format("not deterministic: {} of {} elements differ", differ, total);
 }
 
 }  // namespace
@@ -62,10 +107,11 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   row.device = v.backend == Backend::cuda && opt.gpu.available ? opt.gpu.name : opt.cpu_name;
   const bool is_gdn = v.family == Family::gdn;
   row.flops = is_gdn ? gdn_flops(c.problem) : attention_flops(c.problem);
-  row.bytes = is_gdn ? gdn_min_bytes(c.problem) : attention_min_bytes(c.problem);
+  row.bytes = v.min_bytes ? v.min_bytes(c.problem) : is_gdn ? gdn_min_bytes(c.problem) : attention_min_bytes(c.problem);
   row.tol = tolerance_for(v.precision, c.problem.dtype);
 
   std::optional<std::string> skip = availability_problem(v, opt);
+  if (!skip) skip = frontend_applicability(v, c.problem);
   if (!skip && !is_gdn) skip = attention_applicability(c.problem);
   if (!skip) skip = v.unsupported(c.problem);
   if (skip) {
@@ -88,17 +134,30 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
 
     std::vector<std::string> problems;
     if (!row.o.finite_ok())
-      problems.push_back(fmt::format("o: {} non-finite, {} unwritten", row.o.nan_count, row.o.unwritten));
+      problems.push_back(finite_problem("o", row.o, c.problem.dtype));
     else if (!(row.o.rel_l2 <= row.tol.o_rel_l2))
       problems.push_back(fmt::format("o rel_l2 {:.3g} > {:.3g}", row.o.rel_l2, row.tol.o_rel_l2));
     if (row.ht.present) {
       if (!row.ht.finite_ok())
-        problems.push_back(fmt::format("hT: {} non-finite, {} unwritten", row.ht.nan_count, row.ht.unwritten));
+        problems.push_back(finite_problem("hT", row.ht, DType::f32));
       else if (!(row.ht.rel_l2 <= row.tol.ht_rel_l2))
         problems.push_back(fmt::format("hT rel_l2 {:.3g} > {:.3g}", row.ht.rel_l2, row.tol.ht_rel_l2));
     }
+    if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong
+      if (out.conv_cache.size() != gdn_ref.conv_cache.size()) {
+        problems.push_back(fmt::format("conv cache: {} elements returned, {} expected", out.conv_cache.size(),
+                                       gdn_ref.conv_cache.size()));
+      } else {
+        row.conv = compare_to_reference(out.conv_cache, gdn_ref.conv_cache, c.problem.dtype);
+        if (!row.conv.finite_ok())
+          problems.push_back(finite_problem("conv cache", row.conv, c.problem.dtype));
+        else if (row.conv.rel_l2 != 0.0)
+          problems.push_back(fmt::format("conv cache rel_l2 {:.3g}, must be exact", row.conv.rel_l2));
+      }
+    }
     row.status = problems.empty() ? Status::pass : Status::fail;
     for (const std::string& p : problems) row.reason += (row.reason.empty() ? "" : "; ") + p;
+    if (opt.check_determinism && row.status == Status::pass) check_determinism(v, *run, out, row);
 
     // A variant is timed only after it verified: a wrong kernel has no speed.
     if (opt.timed && row.status == Status::pass) {
@@ -118,6 +177,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
 }
 
 GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
+  if (p.frontend) return frontend_reference_for(p, in.fe, in.h0, threads);
   GdnRefOptions ro;
   ro.scale = p.resolved_scale();
   ro.use_delta = p.use_delta;
@@ -127,16 +187,36 @@ GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int th
 
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
   const GdnShape& s = p.shape;
+  if (p.context > 0) {
+    if (!in.k_cache || !in.v_cache || int64_t(in.k_cache->size()) != s.B * p.context * s.H * s.K ||
+        int64_t(in.v_cache->size()) != s.B * p.context * s.HV * s.V)
+      throw std::logic_error("attention reference with context: the KV cache was not generated (add_kv_cache)");
+    return attention_cache_ref(s.B, s.T, p.context, s.HV, s.K, s.V, in.q.data(), in.k.data(),
+                               in.v.data(), in.k_cache->data(), in.v_cache->data(),
+                               p.resolved_scale(), threads);
+  }
   return attention_ref(s.B, s.T, s.HV, s.K, s.V, in.q.data(), in.k.data(), in.v.data(),
                        p.resolved_scale(), true, threads);
 }
 
-ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs) {
-  const RefInputsF64 ref_in = to_f64(inputs);
+ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& given) {
   const bool is_gdn = c.variant->family == Family::gdn;
+  HostInputs with_cache;
+  // The cache only for a case that will run (a SKIPPED one may be skipped for its size).
+  const bool needs_cache = !is_gdn && c.problem.context > 0 && given.k_cache.empty() &&
+                           !availability_problem(*c.variant, opt) &&
+                           !attention_applicability(c.problem) && !c.variant->unsupported(c.problem);
+  if (needs_cache) {
+    with_cache = given;
+    add_kv_cache(c.problem, with_cache);
+  }
+  const HostInputs& inputs = needs_cache ? with_cache : given;
+  const RefInputsF64 ref_in = to_f64(inputs);
   const GdnRefOutputs gdn_ref = is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads) : GdnRefOutputs{};
-  const std::vector<double> attn_ref =
-      is_gdn ? std::vector<double>{} : attention_reference_for(c.problem, ref_in, opt.cpu_threads);
+  const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
+  const std::vector<double> attn_ref = is_gdn || !have_cache
+                                           ? std::vector<double>{}
+                                           : attention_reference_for(c.problem, ref_in, opt.cpu_threads);
   return run_case(c, inputs, gdn_ref, attn_ref, opt);
 }
 
@@ -165,9 +245,16 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                  cases.size(), c.variant->name, dtype_name(c.problem.dtype), c.problem.shape.T,
                  elapsed, eta);
     }
-    const bool runnable = !availability_problem(*c.variant, opt) && !c.variant->unsupported(c.problem);
+    const bool runnable = !availability_problem(*c.variant, opt) &&
+                          !frontend_applicability(*c.variant, c.problem) && !c.variant->unsupported(c.problem);
     if (runnable && c.problem.input_key() != cached_key) {
       cached_key = c.problem.input_key();
+      // The previous problem's tensors go first: those of a problem past 2^31 elements
+      // (suites/large.ini) fit in host memory once, not twice.
+      inputs = HostInputs{};
+      ref_in = RefInputsF64{};
+      gdn_ref = GdnRefOutputs{};
+      attn_ref = std::vector<double>{};
       inputs = make_inputs(c.problem);
       ref_in = to_f64(inputs);
       have_gdn_ref = have_attn_ref = false;
@@ -178,6 +265,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
     }
     if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
         !attention_applicability(c.problem)) {
+      add_kv_cache(c.problem, inputs);  // generated only for attention: GDN ignores the context
       attn_ref = attention_reference_for(c.problem, ref_in, opt.cpu_threads);
       have_attn_ref = true;
     }

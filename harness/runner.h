@@ -16,6 +16,9 @@ struct RunOptions {
   std::string cpu_name;
   GpuInfo gpu;
   Ceilings ceilings;  // measured before a GPU run; unmeasured: no fraction columns
+  // Launch every passing case a second time on the same inputs (outputs poisoned again) and
+  // compare o and hT bitwise; a difference fails a variant that declares itself deterministic.
+  bool check_determinism = false;
 };
 
 struct RunSummary {

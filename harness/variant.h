@@ -19,6 +19,9 @@ const char* backend_name(Backend b);
 struct RunOutputs {
   std::vector<float> o;   // [B, T, HV, V] as float; unwritten elements hold the poison bits
   std::vector<float> hT;  // [B, HV, K, V]; empty when the variant has no state
+  // Front-end variants: the final q, k, v conv caches concatenated ([B, H*K, 3], [B, H*K, 3],
+  // [B, HV*V, 3]); empty otherwise.
+  std::vector<float> conv_cache = {};
 };
 
 // One prepared execution of a variant on one problem: owns its buffers (host or device).
@@ -50,6 +53,17 @@ struct VariantInfo {
   std::optional<std::string> (*unsupported)(const Problem&);
   std::unique_ptr<VariantRun> (*create)(const Problem&, const HostInputs&, const RunContext&);
   const char* summary;
+  // Two launches on the same inputs give bitwise-identical o and hT (`verify` checks it; the CSV's
+  // `deterministic` column). A variant whose reductions depend on scheduling (atomics, split-K
+  // with a run-time split) sets false and is not checked. Last, with a default, so table entries
+  // that leave it out still compile.
+  bool deterministic = true;
+  // Takes a front-end problem's raw projections (Problem::frontend) instead of q, k, v, g, beta;
+  // the runner SKIPs a variant whose kind differs from the problem's. With a default, as above.
+  bool frontend = false;
+  // Minimum bytes when they differ from the family's count (a front-end problem, a bf16 state);
+  // nullptr: gdn_min_bytes / attention_min_bytes.
+  double (*min_bytes)(const Problem&) = nullptr;
 };
 
 const std::vector<VariantInfo>& variant_registry();

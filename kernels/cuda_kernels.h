@@ -36,3 +36,31 @@ struct AttnParams {
 size_t attn_naive_workspace_bytes(const AttnParams& p);
 int launch_attn_naive(const AttnParams& p, void* workspace, cublasHandle_t handle,
                       cudaStream_t stream);
+
+// attn_flash: causal FlashAttention-2 forward on tensor cores (kernels/attn_flash.cu); D = Dv in
+// {64, 128, 256}, bf16 or fp16, any T. No workspace.
+// The reason it cannot run p (a static string), or nullptr.
+const char* attn_flash_shape_unsupported(const AttnParams& p);
+int launch_attn_flash(const AttnParams& p, cudaStream_t stream);
+
+// attn_decode: one query per (sequence, head) against context cached positions plus its own
+// (L = context + 1 keys), split over the keys (kernels/attn_decode.cu).
+struct AttnDecodeParams {
+  DType dtype = DType::bf16;
+  int64_t B = 1, H = 1, D = 128;  // D: head dim of q, k and v
+  int64_t context = 0;            // cached positions before the new token
+  const void* q = nullptr;        // [B, H, D]
+  const void* k = nullptr;        // [B, H, D]: the new token's key (position context)
+  const void* v = nullptr;        // [B, H, D]
+  const void* k_cache = nullptr;  // [B, context, H, D]
+  const void* v_cache = nullptr;  // [B, context, H, D]
+  void* o = nullptr;              // [B, H, D]
+  float scale = 0.0f;
+  int num_splits = 1;             // from attn_decode_num_splits; the workspace is sized for it
+};
+const char* attn_decode_shape_unsupported(const AttnDecodeParams& p);
+// Splits of the L keys so that B * H * splits blocks fill sm_count SMs a few times over.
+int attn_decode_num_splits(int64_t B, int64_t H, int64_t L, int sm_count);
+// Float32 partials (m, l, o) of every split; 0 with one split.
+size_t attn_decode_workspace_bytes(const AttnDecodeParams& p);
+int launch_attn_decode(const AttnDecodeParams& p, void* workspace, cudaStream_t stream);

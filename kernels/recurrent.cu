@@ -20,6 +20,7 @@
 
 #include "kernels/cuda_common.cuh"
 #include "kernels/cuda_kernels.h"
+#include "kernels/decode_step.cuh"
 
 namespace {
 
@@ -172,7 +173,8 @@ gdn_recurrent_kernel(const GdnParams p) {
 // the cap the compiler took up to 100 once the kernel looped). Blocks that loop over heads
 // (GDN_DECODE_ONE_HEAD_PER_BLOCK=0) measured slower at the same cap (0.096 ms), so one head per
 // block is the default.
-// Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB.
+// Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB. The per-token step is
+// kernels/decode_step.cuh, shared with the fused decode (kernels/decode.cu).
 #ifndef GDN_DECODE_ONE_HEAD_PER_BLOCK
 #define GDN_DECODE_ONE_HEAD_PER_BLOCK 1  // 0: blocks loop over heads (kept for comparison runs)
 #endif
@@ -182,16 +184,17 @@ constexpr int64_t kDecodeMaxT = 8;
 template <typename T, int kRows, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, 2048 / (kWarps * 32) / 2)
 gdn_recurrent_decode_kernel(const GdnParams p) {
-  __shared__ float partial[3][kWarps][32];
-  __shared__ float u_s[32];
-  __shared__ float alpha_s;
+  __shared__ DecodeStepShared<kWarps> sh;
   const GdnShape s = p.shape;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int64_t j = int64_t(blockIdx.x) * 32 + lane;
   const bool col_ok = j < s.V;
   const int64_t row0 = int64_t(warp) * kRows;
 #if GDN_DECODE_ONE_HEAD_PER_BLOCK
-  for (int64_t head = blockIdx.y; head == blockIdx.y; ++head) {
+  // Heads past 65535 continue on grid.z (the launcher splits B * HV over y and z).
+  const int64_t head0 = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
+  if (head0 >= s.B * s.HV) return;  // the last z row of that split is partly empty
+  for (int64_t head = head0; head == head0; ++head) {
 #else
   for (int64_t head = blockIdx.y; head < s.B * s.HV; head += gridDim.y) {
 #endif
@@ -202,7 +205,7 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
   const T* v = static_cast<const T*>(p.v);
   T* o = static_cast<T*>(p.o);
 
-  float S[kRows], kreg[kRows];
+  float S[kRows];
 #pragma unroll
   for (int n = 0; n < kRows; ++n) {
     const int64_t i = row0 + n;
@@ -212,41 +215,22 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
     const int64_t tok = b * s.T + t;
     const T* kt = k + (tok * s.H + h) * s.K;
     const T* qt = q + (tok * s.H + h) * s.K;
-    float ps = 0.0f, pq = 0.0f, kq = 0.0f;
-    __syncthreads();  // the previous token's (or head's) partials and u are consumed
-#pragma unroll
-    for (int n = 0; n < kRows; ++n) {
-      const int64_t i = row0 + n;
-      kreg[n] = i < s.K ? to_float(kt[i]) : 0.0f;
-      const float qv = i < s.K ? to_float(qt[i]) : 0.0f;
-      ps += S[n] * kreg[n];
-      pq += S[n] * qv;
-      kq += kreg[n] * qv;
-    }
-    partial[0][warp][lane] = ps;
-    partial[1][warp][lane] = pq;
-    partial[2][warp][lane] = kq;
-    __syncthreads();
-    if (warp == 0) {
-      float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        PS += partial[0][w][lane];
-        PQ += partial[1][w][lane];
-        KQ += partial[2][w][lane];
-      }
-      const int64_t gi = tok * s.HV + hv;
-      const float alpha = p.g ? expf(p.g[gi]) : 1.0f;
-      const float vj = col_ok ? to_float(v[gi * s.V + j]) : 0.0f;
-      const float u = p.use_delta ? p.beta[gi] * (vj - alpha * PS) : vj;
-      if (col_ok) o[gi * s.V + j] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
-      u_s[lane] = u;
-      if (lane == 0) alpha_s = alpha;
-    }
-    __syncthreads();
-    const float u = u_s[lane], alpha = alpha_s;
-#pragma unroll
-    for (int n = 0; n < kRows; ++n) S[n] = alpha * S[n] + kreg[n] * u;
+    const int64_t gi = tok * s.HV + hv;
+    decode_token_step<kRows, kWarps>(
+        S, sh, p.scale,
+        [&](int n, float& kv, float& qv) {
+          const int64_t i = row0 + n;
+          kv = i < s.K ? to_float(kt[i]) : 0.0f;
+          qv = i < s.K ? to_float(qt[i]) : 0.0f;
+        },
+        [&](float PS, float& alpha) {
+          alpha = p.g ? expf(p.g[gi]) : 1.0f;
+          const float vj = col_ok ? to_float(v[gi * s.V + j]) : 0.0f;
+          return p.use_delta ? p.beta[gi] * (vj - alpha * PS) : vj;
+        },
+        [&](float out) {
+          if (col_ok) o[gi * s.V + j] = from_float<T>(out);
+        });
   }
   if (p.hT && col_ok) {
 #pragma unroll
@@ -273,7 +257,9 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
 #else
     const int64_t head_blocks = std::min<int64_t>(heads, std::max<int64_t>(1, kDecodeBlocks / col_blocks));
 #endif
-    const dim3 grid(unsigned(col_blocks), unsigned(head_blocks), 1);
+    constexpr int64_t kMaxGridY = 65535;
+    const int64_t y = std::min(head_blocks, kMaxGridY), z = (head_blocks + y - 1) / y;
+    const dim3 grid{unsigned(col_blocks), unsigned(y), unsigned(z)};
     if (K <= 64) gdn_recurrent_decode_kernel<T, 8, 8><<<grid, 8 * 32, 0, stream>>>(p);
     else if (K <= 128) gdn_recurrent_decode_kernel<T, 16, 8><<<grid, 8 * 32, 0, stream>>>(p);
     else gdn_recurrent_decode_kernel<T, 16, 16><<<grid, 16 * 32, 0, stream>>>(p);

@@ -26,7 +26,59 @@ void attend_one(const double* q, const double* k_base, const double* v_base, int
   }
   for (int64_t c = 0; c < Dv; ++c) o[c] /= denom;
 }
+// attend_one over keys in two parts, the cached ones (float storage) first, then the new ones.
+void attend_two_parts(const double* q, const float* kc, const float* vc, int64_t n_cached,
+                      const double* kn, const double* vn, int64_t n_new, int64_t key_stride,
+                      int64_t D, int64_t Dv, double scale, double* o) {
+  const int64_t n = n_cached + n_new;
+  std::vector<double> logits(n);
+  double row_max = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < n; ++j) {
+    double dot = 0.0;
+    if (j < n_cached)
+      for (int64_t c = 0; c < D; ++c) dot += q[c] * double(kc[j * key_stride * D + c]);
+    else
+      for (int64_t c = 0; c < D; ++c) dot += q[c] * kn[(j - n_cached) * key_stride * D + c];
+    logits[j] = scale * dot;
+    row_max = std::max(row_max, logits[j]);
+  }
+  double denom = 0.0;
+  std::fill(o, o + Dv, 0.0);
+  for (int64_t j = 0; j < n; ++j) {
+    const double p = std::exp(logits[j] - row_max);
+    denom += p;
+    if (j < n_cached)
+      for (int64_t c = 0; c < Dv; ++c) o[c] += p * double(vc[j * key_stride * Dv + c]);
+    else
+      for (int64_t c = 0; c < Dv; ++c) o[c] += p * vn[(j - n_cached) * key_stride * Dv + c];
+  }
+  for (int64_t c = 0; c < Dv; ++c) o[c] /= denom;
+}
 }  // namespace
+
+std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, int64_t H,
+                                        int64_t D, int64_t Dv, const double* q, const double* k,
+                                        const double* v, const float* k_cache,
+                                        const float* v_cache, double scale, int threads) {
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
+  std::vector<double> o(B * T * H * Dv);
+  const int64_t rows = B * H * T;
+  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < n; ++w)
+    pool.emplace_back([&, w] {
+      for (int64_t r = w; r < rows; r += n) {
+        const int64_t t = r % T, h = (r / T) % H, b = r / (T * H);
+        const int64_t cached = (b * context * H + h);  // first cached row of (b, h)
+        attend_two_parts(q + ((b * T + t) * H + h) * D, context > 0 ? k_cache + cached * D : nullptr,
+                         context > 0 ? v_cache + cached * Dv : nullptr, context, k + (b * T * H + h) * D,
+                         v + (b * T * H + h) * Dv, t + 1, H, D, Dv, scale,
+                         o.data() + ((b * T + t) * H + h) * Dv);
+      }
+    });
+  for (auto& th : pool) th.join();
+  return o;
+}
 
 std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
                                   const double* q, const double* k, const double* v, double scale,

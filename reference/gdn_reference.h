@@ -26,6 +26,9 @@ struct GdnRefOptions {
 struct GdnRefOutputs {
   std::vector<double> o;   // [B, T, HV, V]
   std::vector<double> hT;  // [B, HV, K, V]
+  // Front-end problems only (reference/frontend_reference.h): the final q, k, v conv caches
+  // concatenated in that order; empty otherwise.
+  std::vector<double> conv_cache;
 };
 
 double gdn_default_scale(const GdnShape& shape);
@@ -58,6 +61,16 @@ GdnRefOutputs gdn_chunked_ref(const GdnShape& shape, const GdnRefInputs& in,
 std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
                                   const double* q, const double* k, const double* v,
                                   double scale, bool causal, int threads = 1);
+
+// Causal attention of T new queries after `context` cached positions: query t sits at position
+// context + t and attends to every cached position and to the new positions <= t (context = 0
+// is attention_ref with causal = true). q, k: [B, T, H, D]; v: [B, T, H, Dv]; k_cache
+// [B, context, H, D] and v_cache [B, context, H, Dv] are float storage, read exactly as double.
+// Returns [B, T, H, Dv]. scale 0 means D^-1/2.
+std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, int64_t H,
+                                        int64_t D, int64_t Dv, const double* q, const double* k,
+                                        const double* v, const float* k_cache,
+                                        const float* v_cache, double scale, int threads = 1);
 
 // One query per sequence against a KV cache of length L.
 // q: [B, H, D]; k_cache: [B, L, H, D]; v_cache: [B, L, H, Dv]; returns [B, H, Dv].

@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 # Plots from gdnbench CSVs (schema v1, reports/SCHEMA.md): time vs T with fitted slopes, speedup of
-# each GDN variant over each attention baseline, o_rel_l2 vs T, and peak device memory vs T.
+# each GDN variant over each attention baseline, o_rel_l2 vs T, and peak device memory vs T; for
+# rows with a KV-cache context (decode, `--context`), one-step latency and memory vs the context L.
+# Rows of external implementations (variants `ext:...`, scripts/ext_runner.py) join the same plots.
 # Uses Debian's python3-matplotlib (scripts/setup.sh installs it), hence /usr/bin/python3.
 #
 #   scripts/plot.py reports/results/h200/fwd_bf16_B1_H32_K128.csv --outdir reports/results/h200/plots
@@ -58,6 +60,11 @@ def series_of(rows, value, timed_only):
             continue
         out.setdefault(tuple(r[c] for c in SERIES), {}).setdefault(int(r["T"]), v)
     return out
+
+
+def is_decode(r):
+    """A row with a KV-cache context (`context` > 0): plotted against L, not T."""
+    return num(r.get("context")) > 0
 
 
 def fit_slope(ts, ys):
@@ -122,12 +129,17 @@ def plot_time(rows, shapes, outdir, formats):
         ts = sorted(by_t)
         ys = [by_t[t] for t in ts]
         slope = fit_slope(ts, ys) if len(ts) >= 3 else math.nan
-        fit = f" (slope {slope:.2f})" if not math.isnan(slope) else ""
+        # The upper half of the Ts, as `gdnbench report` and the claims fit it: small T is launch-bound.
+        upper = ts[len(ts) // 2:] if len(ts) >= 4 else ts
+        up = fit_slope(upper, [by_t[t] for t in upper]) if len(ts) >= 4 else math.nan
+        fit = f" (slope {slope:.2f}" + (f", upper half {up:.2f})" if not math.isnan(up) else ")") \
+            if not math.isnan(slope) else ""
         ax.plot(ts, ys, label=label(key, shapes) + fit, **style(i))
     token_axis(ax)
     ax.set_yscale("log")
     ax.set_ylabel("median time per forward (ms, log scale)")
-    ax.set_title(f"Forward time vs T ({shape_title(shapes)})\nslope: least squares of log time on log T")
+    ax.set_title(f"Forward time vs T ({shape_title(shapes)})\n"
+                 "slope: least squares of log time on log T (all Ts; upper half of the Ts)")
     ax.legend(fontsize=9)
     save(fig, outdir, "time_vs_T", formats)
 
@@ -201,6 +213,35 @@ def plot_memory(rows, shapes, outdir, formats):
     save(fig, outdir, "peak_memory_vs_T", formats)
 
 
+def plot_decode(rows, outdir, formats, value, name, ylabel, title, scale=1.0):
+    """One line per decode series (every case field but the context) against the context L."""
+    series = {}
+    for r in rows:
+        v = num(r[value])
+        if r["status"] != "PASS" or not (v > 0) or math.isinf(v):
+            continue
+        key = tuple(r[c] for c in SERIES) + (r["family"],)
+        series.setdefault(key, {}).setdefault(int(num(r["context"])), v * scale)
+    if not series:  # e.g. memory on the CPU backend, which records none
+        print(f"{name}: no PASS row with {value}; not drawn")
+        return
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    varying = [c for c in SERIES[1:] if len({k[SERIES.index(c)] for k in series}) > 1]
+    for i, (key, by_l) in enumerate(sorted(series.items())):
+        d = dict(zip(SERIES, key))
+        label = f"{d['variant']} ({key[-1]}) " + " ".join(f"{c}={d[c]}" for c in varying)
+        ls = sorted(by_l)
+        ax.plot(ls, [by_l[x] for x in ls], label=label.strip(), **style(i))
+    token_axis(ax)
+    ax.set_xlabel("context L (tokens in the KV cache / summarised by the state, log scale)")
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    shapes = {tuple(r[c] for c in SHAPE) for r in rows}
+    ax.set_title(f"{title} ({shape_title(shapes)})")
+    ax.legend(fontsize=9)
+    save(fig, outdir, name, formats)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__ or "Plots from gdnbench CSVs (schema v1).")
     p.add_argument("csv", nargs="+", help="gdnbench CSV files (schema v1)")
@@ -212,12 +253,22 @@ def main():
         sys.exit("plot.py: the CSVs hold no rows")
     os.makedirs(args.outdir, exist_ok=True)
     formats = [f for f in args.formats.split(",") if f]
-    shapes = {tuple(r[c] for c in SHAPE) for r in rows}
-    VARYING.update(c for c in SERIES[1:] if len({r[c] for r in rows}) > 1)
-    plot_time(rows, shapes, args.outdir, formats)
-    plot_speedup(rows, shapes, args.outdir, formats)
-    plot_accuracy(rows, shapes, args.outdir, formats)
-    plot_memory(rows, shapes, args.outdir, formats)
+    decode = [r for r in rows if is_decode(r)]
+    rows = [r for r in rows if not is_decode(r)]
+    if rows:
+        shapes = {tuple(r[c] for c in SHAPE) for r in rows}
+        VARYING.clear()
+        VARYING.update(c for c in SERIES[1:] if len({r[c] for r in rows}) > 1)
+        plot_time(rows, shapes, args.outdir, formats)
+        plot_speedup(rows, shapes, args.outdir, formats)
+        plot_accuracy(rows, shapes, args.outdir, formats)
+        plot_memory(rows, shapes, args.outdir, formats)
+    if decode:
+        plot_decode(decode, args.outdir, formats, "time_median_ms", "decode_latency_vs_L",
+                    "median time of one decode step (ms, log scale)", "Decode latency vs context L")
+        plot_decode(decode, args.outdir, formats, "peak_device_bytes", "decode_memory_vs_L",
+                    "peak device memory of one decode step (MiB, log scale)",
+                    "Decode memory vs context L", scale=1.0 / 2**20)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
-// Adversarial input options: k rows of a chosen norm, h0 of a chosen scale.
+// Adversarial input options: k rows of a chosen norm, h0 of a chosen scale; and the rule for
+// outputs whose exact value lies past the dtype's range.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 
 #include "harness/cli.h"
 #include "harness/inputs.h"
+#include "harness/metrics.h"
+#include "harness/runner.h"
 
 TEST_CASE("--k-norm sets the L2 norm of every k row and leaves q unit", "[harness][inputs]") {
   Problem p;
@@ -41,4 +44,115 @@ TEST_CASE("--k-norm and --h0-scale must be positive", "[cli]") {
   CHECK_THROWS_AS(parse_invocation({"verify", "--suite", "smoke", "--k-norm", "0"}, false), UsageError);
   CHECK_THROWS_AS(parse_invocation({"verify", "--suite", "smoke", "--h0-scale", "-1"}, false), UsageError);
   CHECK_THROWS_AS(parse_invocation({"verify", "--suite", "smoke", "--k-norm", "abc"}, false), UsageError);
+}
+
+// ---- outputs past the dtype's range (harness/metrics.h, docs/TOLERANCES.md) ----
+
+TEST_CASE("overflow rule: past the range the kernel must write the matching inf", "[harness][metrics][overflow]") {
+  // fp16: 65520 and above round to inf. The first two references fit, the last three do not.
+  const std::vector<double> ref = {1.5, -2.0, 1e6, -3e5, 70000.0};
+  const float inf = INFINITY;
+
+  SECTION("inf of the reference's sign (or NaN) where it overflows passes; the rest is compared") {
+    const TensorMetrics m = compare_to_reference({1.5f, -2.0f, inf, -inf, std::nanf("")}, ref, DType::f16);
+    CHECK(m.finite_ok());
+    CHECK(m.ref_overflow == 3);
+    CHECK(m.overflow_mismatch == 0);
+    CHECK(m.nan_count == 0);
+    CHECK(m.rel_l2 == 0.0);  // over the two in-range elements, which are exact
+    CHECK(m.floor_rel_l2 == 0.0);
+  }
+  SECTION("a finite value where the reference overflows fails") {
+    const TensorMetrics m = compare_to_reference({1.5f, -2.0f, 65504.0f, -inf, inf}, ref, DType::f16);
+    CHECK_FALSE(m.finite_ok());
+    CHECK(m.overflow_mismatch == 1);
+    CHECK(m.rel_l2 == INFINITY);
+  }
+  SECTION("the inf of the other sign fails") {
+    const TensorMetrics m = compare_to_reference({1.5f, -2.0f, -inf, -inf, inf}, ref, DType::f16);
+    CHECK_FALSE(m.finite_ok());
+    CHECK(m.overflow_mismatch == 1);
+  }
+  SECTION("inf where the reference is representable fails") {
+    const TensorMetrics m = compare_to_reference({inf, -2.0f, inf, -inf, inf}, ref, DType::f16);
+    CHECK_FALSE(m.finite_ok());
+    CHECK(m.nan_count == 1);
+    CHECK(m.overflow_mismatch == 0);
+    CHECK(m.rel_l2 == INFINITY);
+  }
+  SECTION("an unwritten element is unwritten wherever it lies") {
+    const TensorMetrics m = compare_to_reference({1.5f, -2.0f, poison_value_f32(), -inf, inf}, ref, DType::f16);
+    CHECK(m.unwritten == 1);
+    CHECK_FALSE(m.finite_ok());
+  }
+  SECTION("the same values are in range for fp32 and bf16, so inf there fails") {
+    for (DType t : {DType::f32, DType::bf16}) {
+      INFO(dtype_name(t));
+      const TensorMetrics m = compare_to_reference({1.5f, -2.0f, inf, -inf, inf}, ref, t);
+      CHECK(m.ref_overflow == 0);
+      CHECK(m.nan_count == 3);
+      CHECK_FALSE(m.finite_ok());
+    }
+  }
+}
+
+TEST_CASE("overflow rule: at the edge of the range either side is right", "[harness][metrics][overflow]") {
+  // 65519 rounds to 65504 and 65530 to inf, but a float32 kernel one rounding error away may land
+  // on the other side of 65520: both answers pass there, and a finite one is compared.
+  const std::vector<double> ref = {65519.0, 65530.0, 1.0};
+  const TensorMetrics a = compare_to_reference({INFINITY, 65504.0f, 1.0f}, ref, DType::f16);
+  CHECK(a.finite_ok());
+  CHECK(a.ref_overflow == 1);
+  CHECK(a.max_abs == Approx(26.0));
+  CHECK(std::isfinite(a.floor_rel_l2));
+  const TensorMetrics b = compare_to_reference({65504.0f, INFINITY, 1.0f}, ref, DType::f16);
+  CHECK(b.finite_ok());
+  CHECK(b.ref_overflow == 1);
+  // Outside the band (1/64 of 65520 is ~1024) the rule is strict again.
+  const TensorMetrics c = compare_to_reference({INFINITY}, {64000.0}, DType::f16);
+  CHECK_FALSE(c.finite_ok());
+  const TensorMetrics d = compare_to_reference({65504.0f}, {67000.0}, DType::f16);
+  CHECK_FALSE(d.finite_ok());
+  CHECK(d.overflow_mismatch == 1);
+}
+
+TEST_CASE("overflow rule: a non-finite float64 reference needs a non-finite output", "[harness][metrics][overflow]") {
+  const TensorMetrics m = compare_to_reference({INFINITY, -INFINITY, std::nanf("")},
+                                               {INFINITY, std::nan(""), -INFINITY}, DType::f32);
+  CHECK(m.finite_ok());
+  CHECK(m.ref_overflow == 3);
+  const TensorMetrics n = compare_to_reference({1.0f}, {std::nan("")}, DType::f32);
+  CHECK_FALSE(n.finite_ok());
+}
+
+TEST_CASE("overflow thresholds are the first values that round to inf", "[harness][metrics][overflow]") {
+  for (DType t : {DType::f32, DType::bf16, DType::f16}) {
+    INFO(dtype_name(t));
+    const double m = overflow_threshold(t);
+    CHECK(std::isinf(round_to(t, float(m))));
+    CHECK(std::isfinite(round_to(t, std::nextafter(float(m), 0.0f))));  // float(m) is inf for fp32
+  }
+  CHECK(overflow_threshold(DType::f16) == 65520.0);
+}
+
+TEST_CASE("the gate's growth line overflows fp16 and both CPU variants pass it", "[harness][overflow][gate]") {
+  // The gate line with --k-norm 2 --gate-dist zero: if it stops overflowing (shorter T, another
+  // distribution), the rule above goes unexercised by the gate and this test says so.
+  const Invocation inv = parse_invocation(
+      {"verify", "--suite", "gate", "--variants", "cpu_recurrent,cpu_chunked", "--dtypes", "fp16",
+       "--threads", "2"}, false);
+  std::vector<Case> growth;
+  for (const Case& c : inv.cases)
+    if (c.problem.k_norm > 1.5 && c.problem.gate_dist == GateDist::zero) growth.push_back(c);
+  REQUIRE(!growth.empty());
+  RunOptions opt;
+  opt.cpu_threads = 2;
+  const RunSummary sum = execute_cases(growth, opt, [](const ResultRow&) {});
+  for (const ResultRow& r : sum.rows) {
+    INFO(r.variant << " T=" << r.problem.shape.T << " seed " << r.problem.seed << ": " << r.reason);
+    CHECK(r.status == Status::pass);
+    CHECK(r.o.ref_overflow > 0);
+    CHECK(r.o.ref_overflow < r.problem.shape.v_elems());  // some of o is still compared
+    CHECK(r.ht.ref_overflow == 0);                       // the float32 state stays finite
+  }
 }

@@ -71,6 +71,24 @@ TEST_CASE("recurrent covers DeltaNet and gated linear attention on the GPU", "[g
   CHECK(row.status == Status::pass);
 }
 
+TEST_CASE("recurrent decode runs more than 65535 heads (B * HV past gridDim.y)", "[gpu]") {
+  if (!gpu_or_warn()) return;
+  // T <= 8 takes the decode kernel, one block row per head: 1100 x 64 = 70400 heads must fold
+  // into gridDim.z instead of failing to launch.
+  const int64_t T = GENERATE(1, 3);
+  Problem p;
+  p.shape = GdnShape{1100, T, 64, 64, 16, 16};
+  p.dtype = DType::bf16;
+  p.use_h0 = true;
+  p.seed = fresh_seed();
+  INFO("seed " << p.seed << " T " << T);
+  const ResultRow row = verify_on_gpu("recurrent", p);
+  INFO(row.reason);
+  CHECK(row.status == Status::pass);
+  CHECK(row.o.unwritten == 0);
+  CHECK(row.ht.unwritten == 0);
+}
+
 TEST_CASE("attn_naive matches float64 causal attention on the GPU", "[gpu]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::f32, DType::bf16, DType::f16);

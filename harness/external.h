@@ -1,0 +1,55 @@
+// External implementations (FLA's Triton kernels, PyTorch SDPA, ...) judged by the harness:
+//   gdnbench dump  [problem options] --out DIR   one problem's inputs as .npy + manifest.json
+//   gdnbench check DIR --o o.npy [--ht hT.npy]   the float64 reference of those inputs, the same
+//                                                 metrics and tolerance table; PASS/FAIL, a CSV row
+//
+// The dump directory (format "gdnbench-dump", version 1):
+//   manifest.json  shape (B T H HV K V), dtype, scale, seed, gate/delta/h0, distributions, file names
+//   q.npy k.npy    [B, T, H, K]   float32 (<f4) holding values exactly representable in `dtype`:
+//   v.npy          [B, T, HV, V]  cast them to `dtype` (bf16/fp16) and no rounding happens
+//   g.npy          [B, T, HV]     float32 log decay (only when gate is on)
+//   beta.npy       [B, T, HV]     float32
+//   h0.npy         [B, HV, K, V]  float32, K x V state (only when h0 is on)
+// float32 storage was chosen over bf16 bits so any consumer (NumPy, torch) reads the files
+// without a bf16 type, losslessly. `check` reads these files back (what the external code saw),
+// never regenerates them, and accepts o as <f4, <f8, <f2 or <u2 (bf16 bits), hT as any float type.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/inputs.h"
+#include "harness/problem.h"
+#include "harness/result.h"
+
+// Writes the inputs of `p` (make_inputs) and the manifest into `dir` (created). Throws
+// std::runtime_error when it cannot write.
+void dump_problem(const Problem& p, const std::string& dir);
+
+// A dump directory read back: the problem it describes and the inputs in its files.
+struct DumpedProblem {
+  Problem problem;
+  HostInputs inputs;
+};
+// Throws UsageError (harness/cli.h) with one line when the directory, manifest or a file is wrong.
+DumpedProblem read_dump(const std::string& dir);
+
+struct CheckOptions {
+  std::string dir;
+  std::string o_path, ht_path;  // ht_path empty: hT not judged
+  bool ht_vk = false;           // hT stored as [B, HV, V, K] (V x K state)
+  std::string ref_o_path;       // float64 o computed elsewhere (large attention problems)
+  std::string variant = "external";
+  std::string family = "gdn";   // gdn | attention
+  Precision precision = Precision::tensor_core;
+  std::string device = "external";
+  int threads = 1;
+};
+// Judges the external output against the float64 reference. Throws UsageError on bad files.
+ResultRow check_external(const CheckOptions& opt);
+
+// The sub-commands; args are those after "dump" / "check". `meta` carries the run metadata for
+// the CSV row that `check --csv` appends. Throw UsageError on bad use.
+int run_dump(const std::vector<std::string>& args);
+int run_check(const std::vector<std::string>& args, RunMeta meta);
+std::string dump_usage_text();
+std::string check_usage_text();

@@ -1,0 +1,79 @@
+// The GDN front end on the GPU (DESIGN.md section 1, "Fused front end"): what turns a layer's raw
+// projections into the q, k, v, g, beta of the recurrence. Host-only declarations: no CUDA headers
+// needed to include this. The device functions live in kernels/frontend.cuh; the kernels in
+// kernels/frontend.cu (front end alone, and the unfused pipeline) and kernels/decode.cu (fused
+// decode).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/gdn_params.h"
+
+typedef struct CUstream_st* cudaStream_t;
+
+// Width of the causal depthwise convolution; a conv cache holds the last kConvWidth - 1 inputs.
+constexpr int kConvWidth = 4;
+constexpr int kConvCache = kConvWidth - 1;
+
+// Index of the three convolved tensors in the arrays of GdnFrontEndParams.
+enum FrontEndTensor : int { kFeQ = 0, kFeK = 1, kFeV = 2 };
+
+// Layouts as reference/frontend_reference.h: projections [B, T, channels] with channels = H*K for
+// q and k, HV*V for v (channel = head * dim + i); conv weights [channels, 4], tap 3 multiplies the
+// current token; conv caches [rows, channels, 3], oldest input first. Projections, a, b, conv
+// weights, biases and caches are in `dtype`; A_log and dt_bias are float32.
+struct GdnFrontEndParams {
+  GdnShape shape;
+  DType dtype = DType::bf16;
+  const void* x[3] = {nullptr, nullptr, nullptr};          // raw projections q, k, v
+  const void* conv_w[3] = {nullptr, nullptr, nullptr};     // [channels, 4]
+  const void* conv_bias[3] = {nullptr, nullptr, nullptr};  // [channels]; nullptr: no bias
+  // Forward (frontend kernels, unfused): caches [B, channels, 3] read from cache_in (nullptr:
+  // zeros, a fresh sequence) and the final caches written to cache_out (never in place).
+  // Decode: one pool per tensor, [pool_slots, channels, 3], read and written in place at the
+  // rows slots[b]; cache_in must equal cache_out.
+  const void* cache_in[3] = {nullptr, nullptr, nullptr};
+  void* cache_out[3] = {nullptr, nullptr, nullptr};
+  const void* a = nullptr;         // [B, T, HV]
+  const void* b = nullptr;         // [B, T, HV]
+  const float* A_log = nullptr;    // [HV]
+  const float* dt_bias = nullptr;  // [HV]
+  float l2_eps = 1e-6f;            // q, k: x / sqrt(sum x^2 + eps)
+  float scale = 0.0f;              // readout scale, resolved by the caller (K^-1/2 by default)
+  bool use_delta = true;           // false: gated linear attention
+  // Forward: h0 [B, HV, K, V] (nullptr: zero), hT [B, HV, K, V], o [B, T, HV, V] in dtype.
+  const float* h0 = nullptr;
+  float* hT = nullptr;
+  void* o = nullptr;
+  // Decode: the state pool [pool_slots, HV, K, V], float32 or bf16, read and written in place
+  // at slots[b]; slots are distinct and < pool_slots (the caller's contract).
+  void* state = nullptr;
+  bool state_bf16 = false;
+  const int32_t* slots = nullptr;  // [B]
+  int64_t pool_slots = 0;
+};
+
+// The front end alone (forward, any T): writes q, k [B, T, H, K] and v [B, T, HV, V] in dtype,
+// g and beta [B, T, HV] in float32 to the given buffers, and the final conv caches to
+// p.cache_out. One launch. Returns cudaError_t as int (0 = success).
+int launch_gdn_frontend(const GdnFrontEndParams& p, void* q, void* k, void* v, float* g,
+                        float* beta, cudaStream_t stream);
+
+// unfused_conv: launch_gdn_frontend into the workspace, then launch_gdn_wy_ut on it: wy_ut's
+// limits (bf16 or fp16, K in {64, 128, 256}, V a multiple of 32 <= 256). nullptr when it can run
+// the shape, else why not.
+const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType dtype);
+// q, k, v (dtype), g, beta (float32) and the wy_ut workspace, each part 256-byte aligned.
+size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype);
+int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
+
+// fused_decode: T <= kDecodeMaxTokens new tokens per sequence in one kernel: conv caches rolled in
+// place, conv + SiLU + L2 norm + gates, the state update and o; state and caches in pools
+// addressed through p.slots. K and V <= 256, B * HV <= 65535.
+constexpr int64_t kDecodeMaxTokens = 8;
+const char* gdn_decode_shape_unsupported(const GdnShape& shape);
+// One counter per (b, h) that orders the in-place q/k conv cache update after every block that
+// reads it (kernels/decode.cu). Zero it once before the first launch; every launch leaves it
+// zero again.
+size_t gdn_decode_workspace_bytes(const GdnShape& shape);
+int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);

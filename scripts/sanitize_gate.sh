@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# compute-sanitizer over the correctness gate for every GPU variant, on the GPU machine:
+#   scripts/sanitize_gate.sh OUTDIR
+# (binary from a build made elsewhere: see scripts/gpu_run.sh; GDNBENCH_BUILD picks the folder).
+#
+# One `gdnbench verify` per tool with --variants auto, which on a GPU machine is every CUDA
+# variant of the registry; verify launches each passing case twice (the determinism check), so
+# the second launch on reused buffers is checked too. What each tool covers:
+#   memcheck   out-of-bounds and misaligned global/shared accesses, bad frees, CUDA API errors:
+#              the gate without its long-sequence lines (T > 1024), every dtype.
+#   initcheck  reads of device memory never written (workspace a stage forgot, padding):
+#              the same reduced gate.
+#   synccheck  __syncthreads/__syncwarp misuse (divergent barriers, bad masks): the same.
+#   racecheck  shared-memory races between threads of a block; the slowest tool (every shared
+#              access is tracked), so T is cut to 1, 17 and 65 on every line (decode, a partial
+#              chunk, two chunks with a tail at C = 16, 32, 64) and the dtypes to bf16 and fp32
+#              (fp16 runs the same code as bf16 but for the conversions).
+# The long lines (T = 4096 and 65536 at K = V = 128) only repeat the chunk loop of shapes the
+# reduced gate has; run them unsanitized (`verify --suite gate`).
+#
+# Writes OUTDIR/<tool>.log (the sanitizer's report and gdnbench's output), OUTDIR/<tool>.csv and
+# OUTDIR/summary.txt: one line per tool with the variants, the cases and verdicts, the
+# sanitizer's error count, the kernels it named, the exit status and the seconds taken.
+# Exit status: 0 when every tool reports no error and every case passes; 1 otherwise; 2 usage.
+#
+# Duration (estimate for an H200; kernels of the reduced gate run in microseconds unsanitized,
+# so the cost is per launch: ~1,000 cases, ~10 launches each with the poison fills and the
+# second launch): memcheck ~1 min, initcheck ~1 min, synccheck ~1 min, racecheck ~2-3 min; about
+# 6 minutes in all. SANITIZE_TIMEOUT (seconds per tool, default 130) bounds each tool, so the
+# whole script stays under 10 minutes; a tool that runs out of time counts as a failure.
+# SANITIZE_TOOLS (default "memcheck initcheck synccheck racecheck") and SANITIZE_VARIANTS
+# (default auto) narrow a rerun.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ $# -eq 1 ] || { echo "usage: scripts/sanitize_gate.sh OUTDIR" >&2; exit 2; }
+out=$1
+mkdir -p "$out"
+bin=${GDNBENCH_BUILD:-build}/gdnbench
+[ -x "$bin" ] || { echo "sanitize_gate: $bin is missing: build first (scripts/gpu_run.sh says how)" >&2; exit 2; }
+command -v compute-sanitizer >/dev/null ||
+  { echo "sanitize_gate: compute-sanitizer is not on PATH (it ships with the CUDA toolkit)" >&2; exit 2; }
+tools=${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}
+variants=${SANITIZE_VARIANTS:-auto}
+limit=${SANITIZE_TIMEOUT:-130}
+
+# The gate less its long-sequence lines (any T above 1024), written next to the results so the
+# run can be repeated from OUTDIR alone.
+reduced=$out/gate_reduced.ini
+awk '{
+  long = 0
+  for (i = 1; i < NF; ++i)
+    if ($i == "--T") { n = split($(i + 1), ts, ","); for (j = 1; j <= n; ++j) if (ts[j] + 0 > 1024) long = 1 }
+  if (!long) print
+}' suites/gate.ini >"$reduced"
+
+: >"$out/summary.txt"
+status=0
+for tool in $tools; do
+  extra=()
+  [ "$tool" = racecheck ] && extra=(--T 1,17,65 --dtypes bf16,fp32)
+  start=$SECONDS
+  timeout --signal=INT --kill-after=20 "$limit" \
+    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 \
+    "$bin" verify --suite "$reduced" --variants "$variants" "${extra[@]}" --no-progress \
+    --out "$out/$tool.csv" >"$out/$tool.log" 2>&1
+  rc=$?
+  secs=$((SECONDS - start))
+  # "ERROR SUMMARY: N errors" (memcheck, initcheck, synccheck) or "RACECHECK SUMMARY: N hazards".
+  errors=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$out/$tool.log" | grep -Eo '[0-9]+$' | tail -n 1)
+  [ -n "$errors" ] || errors="?"
+  # Kernel names in the sanitizer's own lines (they start with =========); none when clean.
+  kernels=$(grep '^=========' "$out/$tool.log" | grep -Eo '[A-Za-z_][A-Za-z0-9_]*(_kernel|Kernel|gemm|_sm90)[A-Za-z0-9_]*' |
+            sort -u | head -n 8 | tr '\n' ' ')
+  verdicts=$(python3 - "$out/$tool.csv" 2>/dev/null <<'PY'
+import collections, csv, sys
+counts = collections.defaultdict(collections.Counter)
+for row in csv.DictReader(open(sys.argv[1])):
+    counts[row["variant"]][row["status"]] += 1
+print(" ".join(f"{v}:{sum(c.values())}(PASS {c['PASS']} FAIL {c['FAIL']} SKIPPED {c['SKIPPED']})"
+               for v, c in sorted(counts.items())))
+PY
+)
+  verdict=clean
+  if [ $rc -eq 124 ] || [ $rc -eq 130 ] || [ $rc -eq 137 ]; then verdict="timed out after ${limit} s"
+  elif [ $rc -eq 99 ] || { [ "$errors" != "?" ] && [ "$errors" != 0 ]; }; then verdict="SANITIZER ERRORS"
+  elif [ $rc -ne 0 ]; then verdict="gdnbench exit $rc (a case failed or it could not run)"
+  elif [ "$errors" = "?" ]; then verdict="no sanitizer summary in the log"
+  fi
+  [ "$verdict" = clean ] || status=1
+  line="$tool: $verdict; errors $errors; exit $rc; ${secs} s; variants ${verdicts:-none}; kernels named: ${kernels:-none}"
+  echo "$line" | tee -a "$out/summary.txt"
+done
+echo "summary: $out/summary.txt"
+exit $status

@@ -1,0 +1,262 @@
+// [gpu] tests of the front-end variants (kernels/frontend.cu, kernels/decode.cu) against the
+// float64 front end + recurrence: conv caches in and out, tails, grouped value heads, decode
+// batches up to 512 through a shuffled slot pool, and decode applied T times == the forward.
+// Without a GPU (or in a build without CUDA) each test says why in a warning and checks nothing.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <random>
+
+#include "harness/gpu_runtime.h"
+#include "harness/runner.h"
+#include "tests/test_util.h"
+#ifdef GDNBENCH_HAVE_CUDA
+#include "harness/cuda_check.h"
+#include "harness/device_buffer.h"
+#include "kernels/frontend.h"
+#endif
+
+namespace {
+
+bool gpu_or_warn() {
+  static const GpuInfo gpu = query_gpu();
+  if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
+  return gpu.available;
+}
+
+ResultRow verify_on_gpu(const char* variant_name, const Problem& p) {
+  const VariantInfo* v = find_variant(variant_name);
+  REQUIRE(v != nullptr);
+  RunOptions opt;
+  opt.gpu = query_gpu();
+  opt.cpu_threads = 4;
+  return verify_single_case(Case{p, v, true}, opt, make_inputs(p));
+}
+
+Problem frontend_problem(GdnShape shape, DType dt, bool h0) {
+  Problem p;
+  p.shape = shape;
+  p.dtype = dt;
+  p.use_h0 = h0;
+  p.frontend = true;
+  p.seed = testutil::fresh_seed();
+  return p;
+}
+
+void check_row(const ResultRow& row) {
+  INFO(row.reason);
+  CHECK(row.status == Status::pass);
+  CHECK(row.o.unwritten == 0);
+  CHECK(row.ht.unwritten == 0);
+  CHECK(row.conv.present);
+  CHECK(row.conv.rel_l2 == 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("unfused_conv matches the float64 front end + recurrence on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  static const int64_t kT[] = {1, 3, 8, 63, 64, 65, 200};
+  static const int64_t kKV[][2] = {{64, 64}, {128, 128}, {256, 256}, {64, 96}};
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int ti = GENERATE(range(0, 7));
+  const int kvi = GENERATE(range(0, 4));
+  // Without h0, a few fresh tokens give o = a few q.k products: only T >= 8 there.
+  const bool h0 = kT[ti] < 8 || (ti + kvi) % 2 == 0;
+  const Problem p = frontend_problem(GdnShape{2, kT[ti], 1, 2, kKV[kvi][0], kKV[kvi][1]}, dt, h0);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << p.shape.T << " K " << p.shape.K << " V "
+                << p.shape.V << " h0 " << h0);
+  check_row(verify_on_gpu("unfused_conv", p));
+}
+
+TEST_CASE("unfused_conv with grouped value heads and a batch on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const bool delta = GENERATE(true, false);
+  Problem p = frontend_problem(GdnShape{3, 100, 2, 6, 64, 64}, DType::bf16, true);
+  p.use_delta = delta;
+  INFO("seed " << p.seed << " delta " << delta);
+  check_row(verify_on_gpu("unfused_conv", p));
+}
+
+TEST_CASE("fused_decode matches the float64 reference on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  static const int64_t kKV[][2] = {{64, 64}, {100, 72}, {128, 128}, {256, 256}};
+  const char* variant = GENERATE("fused_decode", "fused_decode_bf16state");
+  const DType dt = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const int64_t T = GENERATE(1, 2, 5, 8);
+  const int kvi = GENERATE(range(0, 4));
+  const bool h0 = (T + kvi) % 2 == 0 || T == 1;
+  const Problem p = frontend_problem(GdnShape{3, T, 2, 4, kKV[kvi][0], kKV[kvi][1]}, dt, h0);
+  INFO("seed " << p.seed << " " << variant << " " << dtype_name(dt) << " T " << T << " K " << p.shape.K
+                << " V " << p.shape.V << " h0 " << h0);
+  check_row(verify_on_gpu(variant, p));
+}
+
+TEST_CASE("fused_decode at serving batch sizes through a shuffled slot pool on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const int64_t B = GENERATE(1, 8, 64, 512);
+  const bool delta = GENERATE(true, false);
+  Problem p = frontend_problem(GdnShape{B, 1, 4, 8, 128, 128}, DType::bf16, true);
+  p.use_delta = delta;
+  INFO("seed " << p.seed << " B " << B << " delta " << delta);
+  check_row(verify_on_gpu("fused_decode", p));
+}
+
+#ifdef GDNBENCH_HAVE_CUDA
+namespace {
+
+DeviceBuffer to_device_as(const std::vector<float>& x, DType dt) {
+  DeviceBuffer d(x.size() * dtype_bytes(dt));
+  if (x.empty()) return d;
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(d.get(), x.data(), d.bytes(), cudaMemcpyHostToDevice));
+  } else {
+    std::vector<uint16_t> bits(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      bits[i] = dt == DType::bf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
+    CUDA_CHECK(cudaMemcpy(d.get(), bits.data(), d.bytes(), cudaMemcpyHostToDevice));
+  }
+  return d;
+}
+
+std::vector<float> from_device_as(const DeviceBuffer& d, size_t n, DType dt) {
+  std::vector<float> x(n);
+  if (dt == DType::f32) {
+    CUDA_CHECK(cudaMemcpy(x.data(), d.get(), n * 4, cudaMemcpyDeviceToHost));
+    return x;
+  }
+  std::vector<uint16_t> bits(n);
+  CUDA_CHECK(cudaMemcpy(bits.data(), d.get(), n * 2, cudaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; ++i) x[i] = dt == DType::bf16 ? bf16_bits_to_float(bits[i]) : half_bits_to_float(bits[i]);
+  return x;
+}
+
+// A decode driver over the kernel API: pools of exactly B slots in reverse order (slot B-1-b),
+// state float32, conv caches in dtype. launch() runs tokens [t0, t1) of the problem's inputs.
+struct DecodeDriver {
+  Problem p;
+  const HostInputs& in;
+  DeviceBuffer w[3], bias[3], A_log, dt_bias, state, cache[3], slots, counters;
+
+  DecodeDriver(const Problem& problem, const HostInputs& inputs) : p(problem), in(inputs) {
+    const GdnShape& s = p.shape;
+    const FrontEndHost& fe = in.fe;
+    const std::vector<float>* ws[3] = {&fe.w_q, &fe.w_k, &fe.w_v};
+    const std::vector<float>* bs[3] = {&fe.bias_q, &fe.bias_k, &fe.bias_v};
+    const std::vector<float>* cs[3] = {&fe.cache_q, &fe.cache_k, &fe.cache_v};
+    std::vector<int32_t> slot(size_t(s.B));
+    for (int64_t b = 0; b < s.B; ++b) slot[size_t(b)] = int32_t(s.B - 1 - b);
+    for (int t = 0; t < 3; ++t) {
+      w[t] = to_device_as(*ws[t], p.dtype);
+      bias[t] = to_device_as(*bs[t], p.dtype);
+      cache[t] = to_device_as(reorder(*cs[t], slot), p.dtype);
+    }
+    A_log = to_device_as(fe.A_log, DType::f32);
+    dt_bias = to_device_as(fe.dt_bias, DType::f32);
+    state = to_device_as(reorder(in.h0, slot), DType::f32);
+    slots = DeviceBuffer(slot.size() * 4);
+    CUDA_CHECK(cudaMemcpy(slots.get(), slot.data(), slots.bytes(), cudaMemcpyHostToDevice));
+    counters = DeviceBuffer(gdn_decode_workspace_bytes(s));
+    CUDA_CHECK(cudaMemset(counters.get(), 0, counters.bytes()));
+  }
+  // Row b of a [B, row] tensor to row B-1-b.
+  static std::vector<float> reorder(const std::vector<float>& x, const std::vector<int32_t>& slot) {
+    const size_t row = x.size() / slot.size();
+    std::vector<float> out(x.size());
+    for (size_t b = 0; b < slot.size(); ++b)
+      std::memcpy(out.data() + size_t(slot[b]) * row, x.data() + b * row, row * sizeof(float));
+    return out;
+  }
+  // o of tokens [t0, t1), [B, t1 - t0, HV, V].
+  std::vector<float> launch(int64_t t0, int64_t t1) {
+    const GdnShape& s = p.shape;
+    const FrontEndHost& fe = in.fe;
+    const int64_t cqk = s.H * s.K, cv = s.HV * s.V, n = t1 - t0;
+    DeviceBuffer x[3] = {to_device_as(testutil::slice_tokens(fe.x_q, s.B, s.T, cqk, t0, t1), p.dtype),
+                         to_device_as(testutil::slice_tokens(fe.x_k, s.B, s.T, cqk, t0, t1), p.dtype),
+                         to_device_as(testutil::slice_tokens(fe.x_v, s.B, s.T, cv, t0, t1), p.dtype)};
+    DeviceBuffer a = to_device_as(testutil::slice_tokens(fe.a, s.B, s.T, s.HV, t0, t1), p.dtype);
+    DeviceBuffer b = to_device_as(testutil::slice_tokens(fe.b, s.B, s.T, s.HV, t0, t1), p.dtype);
+    DeviceBuffer o(size_t(s.B * n * cv) * dtype_bytes(p.dtype));
+    GdnFrontEndParams fp;
+    fp.shape = s;
+    fp.shape.T = n;
+    fp.dtype = p.dtype;
+    for (int t = 0; t < 3; ++t) {
+      fp.x[t] = x[t].get();
+      fp.conv_w[t] = w[t].get();
+      fp.conv_bias[t] = bias[t].get();
+      fp.cache_in[t] = cache[t].get();
+      fp.cache_out[t] = cache[t].get();
+    }
+    fp.a = a.get();
+    fp.b = b.get();
+    fp.A_log = A_log.as<float>();
+    fp.dt_bias = dt_bias.as<float>();
+    fp.scale = float(p.resolved_scale());
+    fp.use_delta = p.use_delta;
+    fp.o = o.get();
+    fp.state = state.get();
+    fp.slots = slots.as<int32_t>();
+    fp.pool_slots = s.B;
+    CUDA_CHECK(cudaError_t(launch_gdn_decode(fp, counters.get(), nullptr)));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return from_device_as(o, size_t(s.B * n * cv), p.dtype);
+  }
+  // The state [B, HV, K, V] and the caches (q, k, v concatenated) in batch order.
+  std::vector<float> final_state() const {
+    const GdnShape& s = p.shape;
+    return unorder(from_device_as(state, size_t(s.state_elems()), DType::f32));
+  }
+  std::vector<float> final_caches() const {
+    const GdnShape& s = p.shape;
+    std::vector<float> out;
+    for (int t = 0; t < 3; ++t) {
+      const int64_t ch = t == 2 ? s.HV * s.V : s.H * s.K;
+      const std::vector<float> c = unorder(from_device_as(cache[t], size_t(s.B * ch * kConvCache), p.dtype));
+      out.insert(out.end(), c.begin(), c.end());
+    }
+    return out;
+  }
+  std::vector<float> unorder(const std::vector<float>& x) const {
+    const size_t B = size_t(p.shape.B), row = x.size() / B;
+    std::vector<float> out(x.size());
+    for (size_t b = 0; b < B; ++b) std::memcpy(out.data() + b * row, x.data() + (B - 1 - b) * row, row * sizeof(float));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fused_decode applied T times equals one T-token launch and the float64 forward", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::f32, DType::bf16);
+  const int64_t T = GENERATE(2, 5, 8);
+  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, 128, 64}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T);
+  const HostInputs in = make_inputs(p);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
+
+  DecodeDriver steps(p, in);
+  std::vector<float> o_steps(size_t(p.shape.v_elems()));
+  const int64_t cv = p.shape.HV * p.shape.V;
+  for (int64_t t = 0; t < T; ++t) {
+    const std::vector<float> o = steps.launch(t, t + 1);
+    for (int64_t b = 0; b < p.shape.B; ++b)
+      std::copy(o.begin() + b * cv, o.begin() + (b + 1) * cv, o_steps.begin() + (b * T + t) * cv);
+  }
+  DecodeDriver once(p, in);
+  const std::vector<float> o_once = once.launch(0, T);
+
+  // The same float32 operations in the same order whether the state waits in registers or in
+  // the (float32) pool between tokens: bit for bit.
+  CHECK(o_steps == o_once);
+  CHECK(steps.final_state() == once.final_state());
+  CHECK(steps.final_caches() == once.final_caches());
+  // And the forward over the T tokens, within the fp32_math bounds.
+  const Tolerance tol = tolerance_for(Precision::fp32_math, dt);
+  CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
+  CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+}
+#endif
