@@ -11,7 +11,9 @@
 # There, from the repository root, with the build and the wheels carried (carry [".whl", "build-gpu"]):
 #   GDNBENCH_BUILD=build-gpu scripts/ext_gpu.sh OUTDIR [ext_runner.py options, e.g. --T 1024,8192]
 # Writes OUTDIR/ext.csv (gdnbench CSV schema) and OUTDIR/ext_log.txt; exit status of the runner
-# (0: every check passed, 1: a check failed, 2: setup missing).
+# (0: every check passed, 1: a check failed or a variant crashed, 2: setup missing). Each variant
+# runs in a child process of its own, so a CUDA fault costs one row (SKIPPED "crashed: ..."), not
+# the run; --variant-timeout (default 300 s) bounds each child.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { echo "usage: scripts/ext_gpu.sh OUTDIR [ext_runner.py options]" >&2; exit 2; }

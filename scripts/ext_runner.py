@@ -16,190 +16,75 @@ before every sample, samples until the CV is at or under `--cv-target` after `--
 `--max-samples`, or `--max-seconds` of sampling; median, min, p20, p80 and CV are reported.
 Peak memory: torch's allocator peak over inputs, outputs and workspace of one launch.
 
+Isolation: a sticky CUDA error (an illegal address, a trap) ruins the CUDA context of the process
+that made it, so the device probe, every (variant, shape) measurement and the float64 attention
+reference each run in a fresh child process (this script with --child); this process never
+imports torch. A child's outcome becomes its row:
+  a Python error, context intact (an unsupported shape or backend): SKIPPED, the error's first line;
+  a crash before `check` judged outputs (context lost, killed by a signal, no result within
+    --variant-timeout s): SKIPPED, "crashed: " and the error's first line;
+  a crash after `check` passed, while timing: FAIL with the check's metrics and "PASS, then failed
+    while timing: ..." (the outputs were right, yet launching the same call again faulted).
+Exit status: 1 when a check failed or anything crashed, else 0.
+
 Attention above --check-max-T is too long for the CPU float64 reference of `gdnbench check`; there
-the float64 reference is computed here on the GPU (query blocks, float64 GEMMs) and handed to
-`gdnbench check --ref-o`, which still applies the metrics and bounds; the row's reason says so.
+the float64 reference is computed on the GPU (query blocks, float64 GEMMs) by a child and handed
+to `gdnbench check --ref-o`, which still applies the metrics and bounds.
 
   scripts/ext_runner.py --gdnbench build-gpu/gdnbench --out reports/ext.csv --T 512,1024,8192
-  scripts/ext_runner.py --gdnbench build/gdnbench --self-test     # no GPU: the dump/check/CSV path
+  scripts/ext_runner.py --gdnbench build/gdnbench --self-test     # no GPU: dump/check/CSV, isolation
 """
 import argparse
-import csv
-import math
 import os
 import shutil
-import subprocess
+import signal
 import sys
 import tempfile
 import time
+import traceback
+
+from ext_common import (CsvOut, check, csv_header, dump, fail, family_of, first_line, load_inputs, read_manifest,
+                        row_of, run_gdnbench, run_isolated, sample_until_done, skipped_row, timed_row, write_json)
 
 VARIANTS = ("ext:fla_chunk", "ext:fla_fused_recurrent", "ext:sdpa_flash", "ext:sdpa_cudnn")
-TIMING_COLUMNS = ("samples", "time_median_ms", "time_min_ms", "time_p20_ms", "time_p80_ms", "time_cv",
-                  "tflops", "gbps", "peak_device_bytes")
+# Stand-ins for the self-test (numpy, no GPU): a correct kernel, a wrong one, and each way to die.
+SELF_TEST_VARIANTS = ("selftest:good", "selftest:bad", "selftest:unsupported", "selftest:segv",
+                      "selftest:timing_raise", "selftest:hang")
 
 
-def fail(msg):
-    sys.exit(f"ext_runner: {msg}")
+class Unsupported(Exception):
+    """The variant cannot run this problem; a SKIPPED row, not a crash."""
 
 
-# ---- gdnbench: dump, check, the CSV header ------------------------------------------------------
-
-def run_gdnbench(binary, args, ok=(0,)):
-    p = subprocess.run([binary] + args, capture_output=True, text=True)
-    if p.returncode not in ok:
-        fail(f"{binary} {' '.join(args)}: exit {p.returncode}: {(p.stderr or p.stdout).strip()}")
-    return p
-
-
-def csv_header(binary, workdir):
-    """The column list of this gdnbench (its schema, whatever columns it has grown)."""
-    path = os.path.join(workdir, "header.csv")
-    run_gdnbench(binary, ["verify", "--variants", "cpu_recurrent", "--T", "1", "--H", "1", "--K", "8",
-                          "--V", "8", "--seed", "1", "--no-progress", "--out", path], ok=(0, 1))
-    with open(path, newline="") as f:
-        return next(csv.reader(f))
-
-
-def dump(binary, shape, seed, outdir):
-    args = ["dump", "--B", str(shape["B"]), "--T", str(shape["T"]), "--H", str(shape["H"]),
-            "--K", str(shape["K"]), "--V", str(shape["V"]), "--dtypes", shape["dtype"],
-            "--h0", shape["h0"], "--seed", str(seed), "--out", outdir]
-    run_gdnbench(binary, args)
-    return read_manifest(outdir)
-
-
-def read_manifest(outdir):
-    import json
-    with open(os.path.join(outdir, "manifest.json")) as f:
-        m = json.load(f)
-    if m.get("format") != "gdnbench-dump" or m.get("version") != 1:
-        fail(f"{outdir}/manifest.json: not a gdnbench-dump version 1 manifest")
-    return m
-
-
-def load_inputs(outdir, manifest):
-    """The dumped tensors as float32 numpy arrays (values exact in the manifest's dtype)."""
-    import numpy as np
-    return {name: np.load(os.path.join(outdir, fname)) for name, fname in manifest["files"].items()}
-
-
-def check(binary, outdir, o_path, ht_path, variant, family, device, ref_o=None):
-    """gdnbench check's verdict as the row it appends (a dict of the CSV schema) and its exit code."""
-    tmp = os.path.join(outdir, f"check_{variant.replace(':', '_')}.csv")
-    if os.path.exists(tmp):
-        os.remove(tmp)
-    args = ["check", outdir, "--o", o_path, "--variant-name", variant, "--family", family,
-            "--device", device, "--csv", tmp]
-    if ht_path:
-        args += ["--ht", ht_path]
-    if ref_o:
-        args += ["--ref-o", ref_o]
-    p = run_gdnbench(binary, args, ok=(0, 1))
-    print(p.stdout.strip().splitlines()[0])
-    with open(tmp, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return rows[-1], p.returncode
-
-
-def skipped_row(header, manifest, variant, family, device, reason):
-    row = {c: "" for c in header}
-    row.update({"schema_version": "1", "device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
-                "seed": str(manifest["seed"]), "variant": variant, "family": family, "backend": "ext",
-                "precision": "tensor_core", "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
-                "H": manifest["H"], "HV": manifest["HV"], "K": manifest["K"], "V": manifest["V"],
-                "chunk": "64", "gate": "on" if manifest["gate"] else "off",
-                "delta": "on" if manifest["delta"] else "off", "h0": "on" if manifest["h0"] else "off",
-                "status": "SKIPPED", "reason": reason})
-    return row
-
-
-class CsvOut:
-    """Appends rows in the schema's column order; rewritten whole after each row (like CsvWriter)."""
-
-    def __init__(self, path, header):
-        self.path, self.header, self.rows = path, header, []
-        if os.path.exists(path):
-            with open(path, newline="") as f:
-                reader = csv.DictReader(f)
-                if reader.fieldnames != header:
-                    fail(f"{path}: another header than this gdnbench writes; choose another --out")
-                self.rows = list(reader)
-
-    def append(self, row):
-        self.rows.append({c: row.get(c, "") for c in self.header})
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=self.header, lineterminator="\n")
-            w.writeheader()
-            w.writerows(self.rows)
-        os.replace(tmp, self.path)
-
-
-# ---- timing (the policy of harness/timing.cpp and harness/cuda_runtime.cu) ----------------------
-
-def quantile(sorted_x, q):
-    pos = q * (len(sorted_x) - 1)
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, len(sorted_x) - 1)
-    return sorted_x[lo] + (sorted_x[hi] - sorted_x[lo]) * (pos - lo)
-
-
-def summarize(samples):
-    s = sorted(samples)
-    n = len(s)
-    mean = sum(s) / n
-    var = sum((x - mean) ** 2 for x in s) / (n - 1) if n > 1 else 0.0
-    return {"samples": n, "median": quantile(s, 0.5), "min": s[0], "p20": quantile(s, 0.2),
-            "p80": quantile(s, 0.8), "cv": math.sqrt(var) / mean if mean > 0 else 0.0}
-
-
-def sampling_done(samples, elapsed_s, cfg):
-    n = len(samples)
-    if n >= cfg.max_samples:
-        return True
-    if n < cfg.min_samples:
-        return False
-    if elapsed_s >= cfg.max_seconds:
-        return True
-    return summarize(samples)["cv"] <= cfg.cv_target
-
-
-def time_launch(launch, cfg):
-    import torch
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 8 << 20), dtype=torch.uint8, device="cuda")
-    for _ in range(cfg.warmup):
-        launch()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples, t0, i = [], time.monotonic(), 0
-    while True:
-        flush.fill_(i & 0xFF)
-        start.record()
-        launch()
-        stop.record()
-        stop.synchronize()
-        samples.append(start.elapsed_time(stop))
-        i += 1
-        if sampling_done(samples, time.monotonic() - t0, cfg):
-            return summarize(samples)
-
-
-# ---- the variants ------------------------------------------------------------------------------
+# ---- the variants (child processes only) -------------------------------------------------------
 
 def torch_dtype(name):
     import torch
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def fla_functions():
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-    return {"ext:fla_chunk": chunk_gated_delta_rule, "ext:fla_fused_recurrent": fused_recurrent_gated_delta_rule}
+def fla_prepare(variant, host, manifest):
+    """Device tensors and (launch, fetch); fetch() gives o [B, T, HV, V] and hT [B, HV, K, V] in numpy.
 
-
-def gdn_prepare(fn, host, manifest):
-    """Device tensors and a launch closure; returns (launch, outputs getter)."""
+    Arguments after q, k, v go by keyword: the two functions differ in position (chunk takes
+    g, beta; fused_recurrent takes g, gk, gv, beta), and a positional beta lands in
+    fused_recurrent's gk, a per-key decay it reads as [B, T, HV, K]: K times past the end of our
+    [B, T, HV] tensor. Both also take **kwargs, which would swallow a renamed keyword silently,
+    so the names are checked first. The call is FLA's documented one: [B, T, H, K] layout (there is
+    no head-first), log-space g and post-sigmoid beta of [B, T, HV], h0 and hT float32
+    [B, HV, K, V] (state_v_first off), no in-kernel l2norm (q and k are normalised in the dump).
+    """
+    import inspect
     import torch
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+    except Exception as e:  # noqa: BLE001 (any import failure makes the row SKIPPED)
+        raise Unsupported(f"fla not importable: {first_line(e)}")
+    fn = chunk_gated_delta_rule if variant == "ext:fla_chunk" else fused_recurrent_gated_delta_rule
+    params = inspect.signature(fn).parameters
+    missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
+    if missing:
+        raise Unsupported(f"{fn.__name__} has no parameter {', '.join(missing)}: FLA's API changed")
     dt = torch_dtype(manifest["dtype"])
     # Cast on the host (exact: the values are dt values), so no float32 copy inflates the peak.
     q, k, v = (torch.from_numpy(host[n]).to(dt).cuda() for n in ("q", "k", "v"))
@@ -209,30 +94,122 @@ def gdn_prepare(fn, host, manifest):
     out = {}
 
     def launch():
-        out["o"], out["ht"] = fn(q, k, v, g, beta, scale=manifest["scale"], initial_state=h0,
+        out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
                                  output_final_state=True)
-    return launch, out
+
+    def fetch():
+        B, T, HV, K, V = manifest["B"], manifest["T"], manifest["HV"], manifest["K"], manifest["V"]
+        if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (B, HV, K, V):
+            raise ValueError(f"o {tuple(out['o'].shape)}, hT {tuple(out['ht'].shape)}: not the documented shapes")
+        return out["o"].float().cpu().numpy(), out["ht"].float().contiguous().cpu().numpy()  # exact widening
+    return launch, fetch
 
 
-def sdpa_prepare(backend, host, manifest):
+def sdpa_prepare(variant, host, manifest):
     import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = SDPBackend.FLASH_ATTENTION if variant == "ext:sdpa_flash" else SDPBackend.CUDNN_ATTENTION
     dt = torch_dtype(manifest["dtype"])
     # [B, T, H, D] -> [B, H, T, D] once, outside the timed region (the layout SDPA takes).
     q, k, v = (torch.from_numpy(host[n]).to(dt).transpose(1, 2).contiguous().cuda() for n in ("q", "k", "v"))
     out = {}
 
     def launch():
-        from torch.nn.attention import sdpa_kernel
         with sdpa_kernel(backend):
             out["o"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
                                                                         scale=manifest["scale"])
-    return launch, out
+    return launch, lambda: (out["o"].transpose(1, 2).float().contiguous().cpu().numpy(), None)
 
 
-def attention_ref_f64(host, manifest, path, block=2048):
+def selftest_prepare(variant, host, manifest):
+    if variant == "selftest:unsupported":
+        raise Unsupported("stand-in for a shape the variant does not take")
+    o, S = numpy_gdn(host, manifest)
+    calls = [0]
+
+    def launch():
+        calls[0] += 1
+        if variant == "selftest:segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if variant == "selftest:hang":
+            time.sleep(3600)
+        if variant == "selftest:timing_raise" and calls[0] > 1:
+            raise RuntimeError("stand-in for a fault on a later launch\nsecond line, not in the CSV")
+    return launch, lambda: (-o if variant == "selftest:bad" else o, S)
+
+
+def cuda_sampler(launch):
+    """One cold sample: L2 flushed, CUDA events around the launch on the current stream."""
+    import torch
+    flush = torch.empty(max(2 * torch.cuda.get_device_properties(0).L2_cache_size, 8 << 20),
+                        dtype=torch.uint8, device="cuda")
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    i = [0]
+
+    def sample():
+        flush.fill_(i[0] & 0xFF)
+        i[0] += 1
+        start.record()
+        launch()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop)
+    return sample
+
+
+def cpu_sampler(launch):
+    def sample():
+        t0 = time.perf_counter()
+        launch()
+        return (time.perf_counter() - t0) * 1e3
+    return sample
+
+
+def measure(variant, args, state):
+    """Runs, checks, then times one variant; `state` records each stage for the parent."""
+    import numpy as np
+    d = args.dump_dir
+    manifest = read_manifest(d)
+    host = load_inputs(d, manifest)
+    gpu = not variant.startswith("selftest:")
+    if gpu:
+        import torch
+        torch.cuda.synchronize()  # initialises the context, so the peak below is this launch's alone
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    prepare = {"gdn": fla_prepare, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
+    launch, fetch = prepare(variant, host, manifest)
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
+    launch()
+    sync()
+    peak = torch.cuda.max_memory_allocated() - base if gpu else None
+    o, ht = fetch()
+    o_path, ht_path = os.path.join(d, "o.npy"), os.path.join(d, "ht.npy") if ht is not None else None
+    np.save(o_path, o)
+    if ht_path:
+        np.save(ht_path, ht)
+    row, rc = check(args.gdnbench, d, o_path, ht_path, variant, family_of(variant), args.device, args.ref_o)
+    for p in (o_path, ht_path):
+        if p and os.path.exists(p):
+            os.remove(p)
+    row.update({"command": "ext_runner", "suite": "scripts/ext_runner.py"})
+    state.update(stage="checked", row=row)
+    write_json(args.result, state)
+    if rc != 0:
+        return row  # a wrong result has no speed
+    sampler = cuda_sampler(launch) if gpu else cpu_sampler(launch)
+    for _ in range(args.warmup):
+        launch()
+    sync()
+    return timed_row(row, sample_until_done(sampler, args), peak)
+
+
+def attention_ref_f64(d, block=2048):
     """Causal softmax attention in float64 on the GPU, in query blocks; saved as [B, T, H, V] <f8."""
     import numpy as np
     import torch
+    manifest = read_manifest(d)
+    host = load_inputs(d, manifest)
     q, k, v = (torch.from_numpy(host[n]).cuda().double() for n in ("q", "k", "v"))
     B, T, H = q.shape[0], q.shape[1], q.shape[2]
     out = np.empty((B, T, H, v.shape[3]), dtype=np.float64)
@@ -245,64 +222,90 @@ def attention_ref_f64(host, manifest, path, block=2048):
                 mask = torch.arange(e, device="cuda")[None, :] > torch.arange(s, e, device="cuda")[:, None]
                 scores.masked_fill_(mask, float("-inf"))
                 out[b, s:e, h] = torch.softmax(scores, dim=-1).matmul(vh[:e]).cpu().numpy()
-    np.save(path, out)
+    np.save(os.path.join(d, "ref_o.npy"), out)
 
 
-def run_variant(variant, args, binary, outdir, manifest, host, header, device):
-    import numpy as np
+def probe():
     import torch
-    family = "gdn" if variant.startswith("ext:fla") else "attention"
-    if family == "gdn":
-        try:
-            fn = fla_functions()[variant]
-        except Exception as e:  # noqa: BLE001 (any import failure makes the row SKIPPED)
-            return skipped_row(header, manifest, variant, family, device, f"fla not importable: {e}")
-    else:
-        if manifest["h0"] or not manifest["gate"] or not manifest["delta"]:
-            return skipped_row(header, manifest, variant, family, device,
-                               "attention baselines run only on the plain GDN configuration")
-        from torch.nn.attention import SDPBackend
-        backend = SDPBackend.FLASH_ATTENTION if variant == "ext:sdpa_flash" else SDPBackend.CUDNN_ATTENTION
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device (torch.cuda.is_available() is False)")
+    return torch.cuda.get_device_name(0)
 
-    torch.cuda.synchronize()
-    torch.cuda.empty_cache()
-    base = torch.cuda.memory_allocated()
-    torch.cuda.reset_peak_memory_stats()
+
+def cuda_intact():
+    """False when the context is lost: a sticky error fails every later call, even a synchronize."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return True
     try:
-        launch, out = gdn_prepare(fn, host, manifest) if family == "gdn" else sdpa_prepare(backend, host, manifest)
-        launch()
         torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001 (an unsupported shape or backend is a SKIPPED row)
-        return skipped_row(header, manifest, variant, family, device, f"{type(e).__name__}: {e}".splitlines()[0])
-    peak = torch.cuda.max_memory_allocated() - base
+        torch.zeros(1, device="cuda").add_(1).item()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
 
-    o_path = os.path.join(outdir, "o.npy")
-    ht_path = os.path.join(outdir, "ht.npy") if family == "gdn" else None
-    o = out["o"] if family == "gdn" else out["o"].transpose(1, 2)
-    np.save(o_path, o.float().contiguous().cpu().numpy())  # bf16 -> float32 is exact
-    if ht_path:
-        np.save(ht_path, out["ht"].float().contiguous().cpu().numpy())
-    ref_o = None
-    if family == "attention" and manifest["T"] > args.check_max_T:
-        ref_o = os.path.join(outdir, "ref_o.npy")  # kept for the other SDPA backend of this shape
-        if not os.path.exists(ref_o):
-            attention_ref_f64(host, manifest, ref_o)
-    row, rc = check(binary, outdir, o_path, ht_path, variant, family, device, ref_o)
-    for p in (o_path, ht_path):
-        if p and os.path.exists(p):
-            os.remove(p)
-    row.update({"command": "ext_runner", "suite": "scripts/ext_runner.py"})
-    if rc != 0:
-        return row  # a wrong result has no speed
-    t = time_launch(launch, args)
-    del launch, out
-    flops, min_bytes = float(row["flops"]), float(row["min_bytes"])
-    row.update({"samples": str(t["samples"]), "time_median_ms": f"{t['median']:.6g}",
-                "time_min_ms": f"{t['min']:.6g}", "time_p20_ms": f"{t['p20']:.6g}",
-                "time_p80_ms": f"{t['p80']:.6g}", "time_cv": f"{t['cv']:.6g}",
-                "tflops": f"{flops / (t['median'] * 1e9):.6g}", "gbps": f"{min_bytes / (t['median'] * 1e6):.6g}",
-                "peak_device_bytes": str(peak)})
-    return row
+
+def child_main(args):
+    """One measurement in this process; the outcome goes to --result as JSON, stage by stage."""
+    state = {"stage": "started"}
+    write_json(args.result, state)
+    try:
+        if args.child == "probe":
+            state["device"] = probe()
+        elif args.child == "ref":
+            attention_ref_f64(args.dump_dir)
+        else:
+            state["row"] = measure(args.child, args, state)
+        state["stage"] = "done"
+    except Unsupported as e:
+        state.update(stage="done", skip=str(e))
+    except BaseException as e:  # noqa: BLE001 (whatever it was, the parent gets its first line)
+        traceback.print_exc()
+        state.update(error=first_line(e), crashed=not cuda_intact())
+    write_json(args.result, state)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # No interpreter teardown: torch's destructors on a lost context can hang or abort.
+    os._exit(3 if "error" in state else 0)
+
+
+# ---- the parent: one child per measurement, rows from their outcomes ----------------------------
+
+def run_child(args, mode, d, device, extra=()):
+    """Runs `mode` (a variant, "ref" or "probe") on the dump in `d` in a child; its final state."""
+    result = os.path.join(d, f"result_{mode.replace(':', '_')}.json")
+    cmd = [sys.executable, os.path.abspath(__file__), "--gdnbench", args.gdnbench, "--child", mode,
+           "--dump-dir", d, "--result", result, "--device", device, "--warmup", str(args.warmup),
+           "--min-samples", str(args.min_samples), "--max-samples", str(args.max_samples),
+           "--max-seconds", str(args.max_seconds), "--cv-target", str(args.cv_target), *extra]
+    return run_isolated(cmd, result, args.variant_timeout)
+
+
+def run_shape(args, d, manifest, variants, device, out):
+    """Every variant on one dumped problem; returns (failed, crashed) counts."""
+    failed = crashed = 0
+    ref = None
+    plain = manifest["gate"] and manifest["delta"] and not manifest["h0"]
+    for v in variants:
+        attention = family_of(v) == "attention"
+        needs_ref = attention and manifest["T"] > args.check_max_T
+        if attention and not plain:
+            row, bad = skipped_row(manifest, v, device, "attention baselines run only on the plain GDN configuration"), False
+        else:
+            if needs_ref and ref is None:  # once per shape, shared by the SDPA backends
+                ref = run_child(args, "ref", d, device)
+                crashed += "error" in ref
+            if needs_ref and "error" in ref:
+                row, bad = skipped_row(manifest, v, device, f"float64 reference failed: {ref['error']}"), False
+            else:
+                extra = ["--ref-o", os.path.join(d, "ref_o.npy")] if needs_ref else []
+                row, bad = row_of(run_child(args, v, d, device, extra), manifest, v, device)
+        failed += row["status"] == "FAIL"
+        crashed += bad
+        out.append(row)
+        print(f"{v} T={manifest['T']}: {row['status']} {row.get('time_median_ms') or ''} {row.get('reason') or ''}",
+              flush=True)
+    return failed, crashed
 
 
 # ---- the self-test (no GPU): dump, a numpy recurrence as the "external" kernel, check, CSV ------
@@ -322,36 +325,37 @@ def numpy_gdn(host, manifest):
             u = beta[:, t, hv, None] * (v[:, t, hv] - np.einsum("bkv,bk->bv", S[:, hv], k[:, t, h]))
             S[:, hv] += np.einsum("bk,bv->bkv", k[:, t, h], u)
             o[:, t, hv] = manifest["scale"] * np.einsum("bkv,bk->bv", S[:, hv], q[:, t, h])
-    return o, S
+    return o.astype(np.float32), S.astype(np.float32)
 
 
-def self_test(binary):
-    import numpy as np
+def self_test(args):
+    import csv
+    binary = args.gdnbench
     with tempfile.TemporaryDirectory() as work:
         header = csv_header(binary, work)
         shape = {"B": 2, "T": 19, "H": 2, "K": 8, "V": 8, "dtype": "bf16", "h0": "on"}
         d = os.path.join(work, "dump")
         manifest = dump(binary, shape, 5, d)
-        host = load_inputs(d, manifest)
-        assert host["q"].dtype == np.float32 and host["q"].shape == (2, 19, 2, 8)
-        o, S = numpy_gdn(host, manifest)
-        results = {}
-        for name, o_out in (("good", o), ("bad", -o)):
-            np.save(os.path.join(d, "o.npy"), o_out.astype(np.float32))
-            np.save(os.path.join(d, "ht.npy"), S.astype(np.float32))
-            results[name] = check(binary, d, os.path.join(d, "o.npy"), os.path.join(d, "ht.npy"),
-                                  f"ext:numpy_{name}", "gdn", "self-test", None)
-        assert results["good"][1] == 0 and results["good"][0]["status"] == "PASS", results["good"]
-        assert results["bad"][1] == 1 and results["bad"][0]["status"] == "FAIL", results["bad"]
         out = CsvOut(os.path.join(work, "ext.csv"), header)
-        row = dict(results["good"][0], samples="3", time_median_ms="1.5")
-        out.append(row)
-        out.append(skipped_row(header, manifest, "ext:sdpa_flash", "attention", "self-test", "no GPU"))
-        rows = list(csv.DictReader(open(out.path, newline="")))
-        assert [r["status"] for r in rows] == ["PASS", "SKIPPED"] and rows[0]["time_median_ms"] == "1.5"
-        assert CsvOut(out.path, header).rows == rows  # reopens and keeps them
+        args.variant_timeout, args.max_samples = 6.0, 20  # the hang costs the timeout, so keep it short
+        failed, crashed = run_shape(args, d, manifest, list(SELF_TEST_VARIANTS), "self-test", out)
+        with open(out.path, newline="") as f:
+            rows = {r["variant"]: r for r in csv.DictReader(f)}
+        got = {v: (rows[v]["status"], rows[v]["reason"]) for v in SELF_TEST_VARIANTS}
+        assert got["selftest:good"] == ("PASS", "") and int(rows["selftest:good"]["samples"]) >= 10, got
+        assert got["selftest:bad"][0] == "FAIL" and not rows["selftest:bad"]["samples"], got
+        assert got["selftest:unsupported"] == ("SKIPPED", "stand-in for a shape the variant does not take"), got
+        assert got["selftest:segv"] == ("SKIPPED", "crashed: killed by SIGSEGV"), got
+        assert got["selftest:timing_raise"] == (
+            "FAIL", "PASS, then failed while timing: RuntimeError: stand-in for a fault on a later launch"), got
+        assert rows["selftest:timing_raise"]["o_rel_l2"], "the check's metrics are kept"
+        assert got["selftest:hang"] == ("SKIPPED", "crashed: no result after 6 s, killed"), got
+        assert (failed, crashed) == (2, 3), (failed, crashed)
+        assert "torch" not in sys.modules, "the parent must not import torch"
+        assert len(CsvOut(out.path, header).rows) == len(SELF_TEST_VARIANTS)  # reopens and keeps them
         run_gdnbench(binary, ["report", out.path, "--out", os.path.join(work, "r.md")])
-    print("ext_runner self-test: dump, manifest, numpy kernel PASS, corrupted FAIL, CSV, report: ok")
+    print("ext_runner self-test: dump, child PASS/FAIL, unsupported, SIGSEGV, fault while timing, "
+          "hang, CSV, report: ok")
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -366,7 +370,7 @@ def int_list(text):
     return xs
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gdnbench", default="build/gdnbench", help="the gdnbench binary (dump, check)")
     p.add_argument("--out", default="reports/ext.csv", help="CSV to append the rows to (gdnbench schema)")
@@ -387,12 +391,25 @@ def main():
     p.add_argument("--max-samples", type=int, default=200)
     p.add_argument("--max-seconds", type=float, default=2.0)
     p.add_argument("--cv-target", type=float, default=0.02)
+    p.add_argument("--variant-timeout", type=float, default=300.0,
+                   help="seconds one child (a variant on a shape, or a reference) may take before it is killed")
     p.add_argument("--self-test", action="store_true", help="test the non-GPU path (dump, check, CSV) and exit")
-    args = p.parse_args()
+    # Internal: one measurement in a fresh process (see "Isolation" above).
+    for name in ("--child", "--dump-dir", "--result", "--ref-o"):
+        p.add_argument(name, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--device", default="", help=argparse.SUPPRESS)
+    return p.parse_args()
+
+
+def main():
+    args = parse_args()
+    if args.child:
+        child_main(args)
     if not (os.path.isfile(args.gdnbench) and os.access(args.gdnbench, os.X_OK)):
         fail(f"--gdnbench: no executable '{args.gdnbench}' (build first)")
+    args.gdnbench = os.path.abspath(args.gdnbench)
     if args.self_test:
-        self_test(args.gdnbench)
+        self_test(args)
         return
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
@@ -400,16 +417,18 @@ def main():
             fail(f"--variants: unknown '{v}' (use {', '.join(VARIANTS)})")
     if args.min_samples < 1 or args.max_samples < args.min_samples or args.warmup < 0:
         fail("timing: need warmup >= 0 and 1 <= min-samples <= max-samples")
-    import torch
-    if not torch.cuda.is_available():
-        fail("no CUDA device (torch.cuda.is_available() is False); --self-test checks the rest here")
-    device = torch.cuda.get_device_name(0)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
     work = args.workdir or tempfile.mkdtemp(prefix="gdnbench_ext_")
     os.makedirs(work, exist_ok=True)
+    state = run_child(args, "probe", work, "")
+    if "error" in state:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+        fail(f"device probe: {state['error']}; --self-test checks the rest here")
+    device = state["device"]
     header = csv_header(args.gdnbench, work)
     out = CsvOut(args.out, header)
-    failed = 0
+    failed = crashed = 0
     for B in int_list(args.B):
         for H in int_list(args.H):
             for T in int_list(args.T):
@@ -417,18 +436,14 @@ def main():
                          "dtype": args.dtype, "h0": args.h0}
                 d = os.path.join(work, f"B{B}_T{T}_H{H}")
                 manifest = dump(args.gdnbench, shape, seed, d)
-                host = load_inputs(d, manifest)
-                for v in variants:
-                    row = run_variant(v, args, args.gdnbench, d, manifest, host, header, device)
-                    failed += row["status"] == "FAIL"
-                    out.append(row)
-                    print(f"{v} T={T}: {row['status']} {row.get('time_median_ms') or ''} {row.get('reason') or ''}",
-                          flush=True)
-                del host
-                if not args.workdir:
+                f, c = run_shape(args, d, manifest, variants, device, out)
+                failed, crashed = failed + f, crashed + c
+                if not args.workdir:  # the long shapes' dumps and references take gigabytes
                     shutil.rmtree(d, ignore_errors=True)
-    print(f"wrote {args.out}")
-    sys.exit(1 if failed else 0)
+    if not args.workdir:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"wrote {args.out}: {failed} check(s) failed, {crashed} crash(es)")
+    sys.exit(1 if failed or crashed else 0)
 
 
 if __name__ == "__main__":
