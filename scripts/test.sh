@@ -9,4 +9,6 @@ scripts/build.sh
 build/gdnbench_tests
 build/gdnbench_mutation_tests
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
+# The external runner's non-GPU path (dump, check, crash isolation) with numpy stand-ins.
+/usr/bin/python3 scripts/ext_runner.py --gdnbench build/gdnbench --self-test
 scripts/fuzz.sh "${GDNBENCH_FUZZ_SECONDS:-20}"
