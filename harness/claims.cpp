@@ -147,7 +147,9 @@ std::vector<Series> collect(const std::vector<CsvTable>& tables, const Claim& cl
         it = index.emplace(key, out.size()).first;
         out.push_back({variant, variant, {}, cells});
       }
-      out[it->second].by_x.emplace(x, Point{x, y, t.cell(i, "device")});
+      // The same case measured again (a later row, or a later CSV on the command line) replaces
+      // the earlier measurement: pass the CSVs oldest first to judge the newest kernels.
+      out[it->second].by_x.insert_or_assign(x, Point{x, y, t.cell(i, "device")});
     }
   // Labels: the variant, plus each case column whose value differs between the series found.
   for (size_t col = 1; col < std::size(kSeriesColumns); ++col)

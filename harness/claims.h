@@ -80,6 +80,8 @@ struct ClaimResult {
   std::vector<CheckResult> checks;
 };
 
+// Tables are read in order; where two PASS rows measure the same case (same series and x), the
+// later one is used, so a re-measurement supersedes an older CSV given before it.
 std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims, const std::vector<CsvTable>& tables);
 std::string claims_text(const std::vector<ClaimResult>& results);
 std::string claims_markdown(const std::vector<ClaimResult>& results, const std::string& claims_path);

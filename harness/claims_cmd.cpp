@@ -85,6 +85,7 @@ std::string claims_usage_text() {
          "  Judges each claim of FILE (default: claims/gdn_claims.ini) from the rows of the CSVs and\n"
          "  prints REPRODUCED, NOT REPRODUCED or NOT MEASURABLE HERE with the measured values and the\n"
          "  setup (variant, shape, dtype, device). `gdnbench run --suite claims` measures what they need.\n"
+         "  A case measured in several CSVs is judged by its row in the last of them (give them oldest first).\n"
          "  Exit 0 whatever the verdicts (they are findings), 2 on a usage error.\n";
 }
 

@@ -9,6 +9,9 @@
 #include <sstream>
 #include <thread>
 
+// Boost 1.74's property_tree pulls in boost/bind.hpp, which warns unless told how to place its
+// placeholders; this file uses none of them.
+#define BOOST_BIND_GLOBAL_PLACEHOLDERS
 #include <boost/property_tree/json_parser.hpp>
 #include <boost/property_tree/ptree.hpp>
 #include <fmt/format.h>

@@ -127,6 +127,15 @@ TEST_CASE("claim verdicts from synthetic rows", "[claims]") {
     CHECK(find(res, "fixed_state_decode").verdict == Verdict::not_measurable);
     CHECK_THAT(claims_text(res), Catch::Contains("[NOT MEASURABLE HERE] speedup_8k"));
   }
+  SECTION("a later measurement of the same case supersedes an earlier one") {
+    const Rows older = forward_rows(1.0, 2.0 / 8.192);  // attention 2x slower at 8192
+    Rows newer;
+    newer.add("gdn_a", "gdn", 8192, 8.192 / 5.0, 1000.0 * 8192);  // gdn_a re-measured 5x faster
+    CHECK_THAT(find(evaluate_claims(claims, {older.t, newer.t}), "speedup_8k").checks[0].measured,
+               Catch::Contains("10.00x (attn_x / gdn_a)"));
+    CHECK_THAT(find(evaluate_claims(claims, {newer.t, older.t}), "speedup_8k").checks[0].measured,
+               Catch::Contains("2.00x (attn_x / gdn_a)"));
+  }
   SECTION("a CSV without the context column cannot judge the decode claims") {
     Rows r = forward_rows(1.0, 2.0);
     r.t.header.erase(r.t.header.begin() + 16);
