@@ -66,7 +66,10 @@ po::options_description option_description() {
       ("no-ceilings", "run: do not measure the device ceilings first (no fraction columns)")
       ("no-progress", "do not print progress to stderr")
       ("determinism", s("auto"), "launch each passing case twice and compare o and hT bitwise: on, "
-                                 "off; auto: on for verify, off for run");
+                                 "off; auto: on for verify, off for run")
+      ("attention-ref", s("auto"), "attention cases: float64 reference of every query row (full), or of a "
+                                   "fixed sample of rows per head (sampled: first, last, around every "
+                                   "64-row tile edge, strided); auto: full while B*H*T^2*D < 2^32");
   return d;
 }
 
@@ -334,8 +337,9 @@ std::string usage_text() {
          "  verify    verify only (no timing); exit 1 if any case fails\n"
          "  ceilings  measure copy bandwidth and cuBLAS GEMM rates of the GPU\n"
          "  report    gdnbench report A.csv [B.csv ...] [--out FILE] [--plots DIR]: markdown report\n"
-         "            (accuracy, timing, slope fits, crossovers, regressions against later CSVs;\n"
-         "            --claims FILE adds the verdicts of the claims)\n"
+         "            (accuracy, timing against the floor, slope fits, crossovers, regressions against\n"
+         "            later CSVs; --claims FILE adds the verdicts of the claims, --anchors FILE forward\n"
+         "            times measured outside the harness)\n"
          "  claims    gdnbench claims A.csv [B.csv ...] [--claims FILE]: judge the claims of\n"
          "            claims/gdn_claims.ini (REPRODUCED / NOT REPRODUCED / NOT MEASURABLE HERE);\n"
          "            exit 0 whatever the verdicts, 2 on a usage error\n"
@@ -419,6 +423,11 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   if (determinism != "auto" && determinism != "on" && determinism != "off")
     throw UsageError(fmt::format("--determinism: '{}' is not auto, on or off", determinism));
   inv.check_determinism = determinism == "on" || (determinism == "auto" && inv.command == "verify");
+  const std::string attention_ref = opt(base, "attention-ref");
+  const auto attention_ref_mode = parse_attention_ref_mode(attention_ref);
+  if (!attention_ref_mode)
+    throw UsageError(fmt::format("--attention-ref: '{}' is not full, sampled or auto", attention_ref));
+  inv.attention_ref = *attention_ref_mode;
   const int64_t warmup = parse_int("warmup", opt(base, "warmup"));
   if (warmup > kMaxValue) throw UsageError(fmt::format("--warmup: {} is too large", warmup));
   inv.timing.warmup = int(std::max<int64_t>(warmup, -1));  // negative: refused below

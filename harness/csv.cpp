@@ -77,6 +77,9 @@ const std::vector<Column>& columns() {
       {"reason", [](const M&, const R& r) { return r.reason; }},
       {"tol_o", [](const M&, const R& r) { return r.o.present ? num(r.tol.o_rel_l2) : ""; }},
       {"tol_ht", [](const M&, const R& r) { return r.ht.present ? num(r.tol.ht_rel_l2) : ""; }},
+      {"ref_rows", [](const M&, const R& r) {
+         return r.o.present && r.ref_rows > 0 ? std::to_string(r.ref_rows) : "";
+       }},
       {"o_rel_l2", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::rel_l2); }},
       {"o_max_abs", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::max_abs); }},
       {"o_worst_index", [](const M&, const R& r) { return count(r.o, &TensorMetrics::worst_index); }},

@@ -119,6 +119,7 @@ int run_main(const std::vector<std::string>& args) {
   opt.cpu_name = cpu_model_name();
   opt.gpu = gpu;
   opt.check_determinism = inv.check_determinism;
+  opt.attention_ref = inv.attention_ref;
 
   // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
   const ResumeState resumed = inv.resume ? apply_resume(inv) : ResumeState{};

@@ -45,51 +45,108 @@ bool overflow_consistent(float x, double r) {
 
 }  // namespace
 
+namespace {
+
+// Accumulates the comparison of one tensor element by element: the one place the rules live.
+class Comparison {
+ public:
+  explicit Comparison(DType out_dtype)
+      : edge_lo_(overflow_threshold(out_dtype) / (1.0 + kOverflowBand)),
+        edge_hi_(overflow_threshold(out_dtype) * (1.0 + kOverflowBand)),
+        max_finite_(largest_finite(out_dtype)),
+        dtype_(out_dtype) {
+    m_.present = true;
+  }
+
+  // Element i of the output against its float64 reference r.
+  void against(int64_t i, float x, double r) {
+    const double a = std::fabs(r);
+    const bool beyond = !(a < edge_hi_);  // NaN and inf references too
+    const bool at_edge = !beyond && a >= edge_lo_;
+    if (beyond || (at_edge && !is_poison(x) && !std::isfinite(x))) {
+      ++m_.ref_overflow;
+      if (is_poison(x)) ++m_.unwritten;
+      else if (!overflow_consistent(x, r)) ++m_.overflow_mismatch;
+      return;
+    }
+    ref2_ += r * r;
+    double rounded = round_to(dtype_, float(r));
+    if (!std::isfinite(rounded)) rounded = std::copysign(max_finite_, r);  // at the edge, finite
+    floor2_ += (rounded - r) * (rounded - r);
+    if (is_poison(x)) {
+      ++m_.unwritten;
+      return;
+    }
+    if (!std::isfinite(x)) {
+      ++m_.nan_count;
+      return;
+    }
+    const double d = double(x) - r;
+    err2_ += d * d;
+    if (std::fabs(d) > m_.max_abs || m_.worst_index < 0) {
+      m_.max_abs = std::fabs(d);
+      m_.worst_index = i;
+    }
+  }
+
+  // An element without a reference: it must still be written and finite.
+  void unreferenced(float x) {
+    if (is_poison(x)) ++m_.unwritten;
+    else if (!std::isfinite(x)) ++m_.nan_count;
+  }
+
+  TensorMetrics finish() {
+    const double denom = ref2_ > 0.0 ? std::sqrt(ref2_) : 1.0;
+    m_.rel_l2 = std::sqrt(err2_) / denom;
+    if (!m_.finite_ok()) m_.rel_l2 = INFINITY;  // never let a partial comparison look good
+    m_.floor_rel_l2 = std::sqrt(floor2_) / denom;
+    m_.err_vs_floor = m_.floor_rel_l2 > 0.0 ? m_.rel_l2 / m_.floor_rel_l2 : (m_.rel_l2 == 0.0 ? 0.0 : INFINITY);
+    return m_;
+  }
+
+ private:
+  double edge_lo_, edge_hi_, max_finite_;
+  DType dtype_;
+  double err2_ = 0.0, ref2_ = 0.0, floor2_ = 0.0;
+  TensorMetrics m_;
+};
+
+}  // namespace
+
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
                                    DType out_dtype) {
   if (got.size() != ref.size())
     throw std::logic_error("compare_to_reference: output and reference sizes differ");
-  TensorMetrics m;
-  m.present = true;
-  const double edge_lo = overflow_threshold(out_dtype) / (1.0 + kOverflowBand);
-  const double edge_hi = overflow_threshold(out_dtype) * (1.0 + kOverflowBand);
-  const double max_finite = largest_finite(out_dtype);
-  double err2 = 0.0, ref2 = 0.0, floor2 = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double r = ref[i];
-    const float x = got[i];
-    const double a = std::fabs(r);
-    const bool beyond = !(a < edge_hi);  // NaN and inf references too
-    const bool at_edge = !beyond && a >= edge_lo;
-    if (beyond || (at_edge && !is_poison(x) && !std::isfinite(x))) {
-      ++m.ref_overflow;
-      if (is_poison(x)) ++m.unwritten;
-      else if (!overflow_consistent(x, r)) ++m.overflow_mismatch;
-      continue;
-    }
-    ref2 += r * r;
-    double rounded = round_to(out_dtype, float(r));
-    if (!std::isfinite(rounded)) rounded = std::copysign(max_finite, r);  // at the edge, finite
-    floor2 += (rounded - r) * (rounded - r);
-    if (is_poison(x)) {
-      ++m.unwritten;
-      continue;
-    }
-    if (!std::isfinite(x)) {
-      ++m.nan_count;
-      continue;
-    }
-    const double d = double(x) - r;
-    err2 += d * d;
-    if (std::fabs(d) > m.max_abs || m.worst_index < 0) {
-      m.max_abs = std::fabs(d);
-      m.worst_index = int64_t(i);
-    }
+  Comparison cmp(out_dtype);
+  for (size_t i = 0; i < got.size(); ++i) cmp.against(int64_t(i), got[i], ref[i]);
+  return cmp.finish();
+}
+
+TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
+                                   DType out_dtype, const RowSelection& sel) {
+  const int64_t R = int64_t(sel.selected.size());
+  if (sel.outer < 0 || sel.rows < 0 || sel.row_len < 0 || int64_t(got.size()) != sel.outer * sel.rows * sel.row_len ||
+      int64_t(ref.size()) != sel.outer * R * sel.row_len)
+    throw std::logic_error("compare_to_reference: sizes do not match the row selection");
+  // slot[t]: the reference row of row t, or -1 where none was computed.
+  std::vector<int64_t> slot(size_t(sel.rows), -1);
+  for (int64_t r = 0; r < R; ++r) {
+    const int64_t t = sel.selected[size_t(r)];
+    if (t < 0 || t >= sel.rows || (r > 0 && t <= sel.selected[size_t(r - 1)]))
+      throw std::logic_error("compare_to_reference: selected rows must be sorted, distinct and in range");
+    slot[size_t(t)] = r;
   }
-  const double denom = ref2 > 0.0 ? std::sqrt(ref2) : 1.0;
-  m.rel_l2 = std::sqrt(err2) / denom;
-  if (!m.finite_ok()) m.rel_l2 = INFINITY;  // never let a partial comparison look good
-  m.floor_rel_l2 = std::sqrt(floor2) / denom;
-  m.err_vs_floor = m.floor_rel_l2 > 0.0 ? m.rel_l2 / m.floor_rel_l2 : (m.rel_l2 == 0.0 ? 0.0 : INFINITY);
-  return m;
+  Comparison cmp(out_dtype);
+  for (int64_t b = 0; b < sel.outer; ++b)
+    for (int64_t t = 0; t < sel.rows; ++t) {
+      const int64_t base = (b * sel.rows + t) * sel.row_len;
+      const int64_t r = slot[size_t(t)];
+      if (r < 0) {
+        for (int64_t c = 0; c < sel.row_len; ++c) cmp.unreferenced(got[size_t(base + c)]);
+        continue;
+      }
+      const double* ref_row = ref.data() + (b * R + r) * sel.row_len;
+      for (int64_t c = 0; c < sel.row_len; ++c) cmp.against(base + c, got[size_t(base + c)], ref_row[c]);
+    }
+  return cmp.finish();
 }

@@ -44,3 +44,21 @@ int64_t count_bit_differences(const std::vector<float>& a, const std::vector<flo
 // `got` as float (values representable in out_dtype); ref in float64, same layout.
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
                                    DType out_dtype);
+
+// Which rows of a tensor laid out [outer, rows, row_len] a reference covers: `selected` (sorted,
+// distinct, in [0, rows)); the reference holds only those, as [outer, selected.size(), row_len].
+// Attention o [B, T, HV, V] sampled by query row: outer B, rows T, row_len HV V.
+struct RowSelection {
+  int64_t outer = 1;
+  int64_t rows = 0;
+  int64_t row_len = 0;
+  std::vector<int64_t> selected;
+};
+
+// compare_to_reference where the reference covers only the selected rows: rel_l2, max_abs, the
+// floor and err_vs_floor are over those rows (worst_index still indexes `got`), while the checks
+// that need no reference run over every element: an element still holding the poison counts in
+// `unwritten`, a non-finite one in `nan_count` (no reference there, so no overflow is expected;
+// use it only where outputs are bounded by the inputs, as attention's convex combinations are).
+TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
+                                   DType out_dtype, const RowSelection& sel);

@@ -48,6 +48,7 @@ struct Row {
   int64_t T = 0;
   int64_t context = 0;  // KV-cache tokens: decode rows (> 0) have their own section
   double median = NAN, cv = NAN, tflops = NAN, gbps = NAN, frac_flops = NAN, frac_bw = NAN;
+  double floor = NAN;  // ms at the better of the row's measured ceilings (floor_ms); NaN unmeasured
   double o_rel = NAN, o_vs_floor = NAN, ht_rel = NAN;
   bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
 };
@@ -77,6 +78,9 @@ std::vector<Row> load_rows(const CsvTable& t, size_t file) {
     r.gbps = t.number(i, "gbps");
     r.frac_flops = t.number(i, "frac_flops");  // absent column: NaN, shown as "-"
     r.frac_bw = t.number(i, "frac_bw");
+    // Absent columns or empty cells (CPU rows, --no-ceilings) leave the floor NaN, shown as "-".
+    r.floor = floor_ms(t.number(i, "flops"), t.number(i, "min_bytes"), t.number(i, "ceiling_tflops"),
+                       t.number(i, "ceiling_gbps"));
     r.o_rel = t.number(i, "o_rel_l2");
     r.o_vs_floor = t.number(i, "o_err_vs_floor");
     r.ht_rel = t.number(i, "ht_rel_l2");
@@ -180,7 +184,9 @@ void accuracy(std::string& md, const std::vector<Row>& rows) {
 void timing(std::string& md, const Series& series, const std::vector<Row>& rows, size_t shadowed) {
   md += "## Timing\n\nPASS rows that were timed; one block per (variant, dtype, B, H, HV, K, V, C, "
         "gate/delta/h0), T ascending. frac: fraction of the GEMM rate / copy bandwidth measured at "
-        "the start of the run (`-` where not measured).\n\n";
+        "the start of the run (`-` where not measured). floor: the time at the better of those two "
+        "ceilings, max(flops / GEMM rate, min_bytes / copy bandwidth) with the row's own counts "
+        "(DESIGN.md section 4); x floor = median / floor = 1 / max(frac FLOP/s, frac BW).\n\n";
   if (series.empty()) {
     md += "No timed rows (a `verify` CSV has no timing).\n\n";
     return;
@@ -189,14 +195,16 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
     md += fmt::format("{} timed rows repeat a case of an earlier row or file; the first is shown.\n\n",
                       shadowed);
   md += "| variant | dtype | B | H | HV | K | V | C | gate/delta/h0 | T | median (ms) | CV (%) | "
-        "TFLOP/s | GB/s | frac FLOP/s | frac BW |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+        "TFLOP/s | GB/s | frac FLOP/s | frac BW | floor (ms) | x floor |\n"
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- | --- |\n";
   for (const auto* kv : ordered(series, rows))
     for (const auto& [T, r] : kv->second)
-      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                         kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
                         terms(kv->first), T, num(r->median), num(100 * r->cv, "{:.2f}"), num(r->tflops, "{:.3g}"),
-                        num(r->gbps, "{:.4g}"), num(r->frac_flops, "{:.3f}"), num(r->frac_bw, "{:.3f}"));
+                        num(r->gbps, "{:.4g}"), num(r->frac_flops, "{:.3f}"), num(r->frac_bw, "{:.3f}"),
+                        num(r->floor), num(r->median / r->floor, "{:.3g}"));
   md += "\n";
 }
 
@@ -318,17 +326,27 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
   }
 }
 
+// A word as a POSIX shell reads it back: as is when it holds only safe characters, else in single
+// quotes, so the recorded command line (a --note with spaces) can be pasted to rerun the report.
+std::string shell_word(const std::string& a) {
+  const bool safe = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                      "0123456789_./=:,+-@%") == std::string::npos;
+  if (safe) return a;
+  std::string q = "'";
+  for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 std::string join_args(const std::vector<std::string>& args) {
   std::string s = "gdnbench report";
-  for (const std::string& a : args) s += " " + a;
+  for (const std::string& a : args) s += " " + shell_word(a);
   return s;
 }
 
 }  // namespace
 
 std::string build_report(const std::vector<CsvTable>& tables, const std::string& command,
-                         const std::vector<std::string>& plots, const std::string& plots_command,
-                         const std::string& claims_path) {
+                         const ReportExtras& extras) {
   std::vector<std::vector<Row>> per_file;
   std::vector<Row> rows;
   for (size_t f = 0; f < tables.size(); ++f) {
@@ -341,17 +359,20 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
   std::string md = "# gdnbench report\n\n";
   md += fmt::format("Made by `{}` from {} CSV file{} (schema v1, `reports/SCHEMA.md`).\n\n", command,
                     tables.size(), tables.size() == 1 ? "" : "s");
+  if (!extras.note.empty()) md += extras.note + "\n\n";
   environment(md, tables);
   accuracy(md, rows);
   timing(md, series, rows, shadowed);
+  if (!extras.anchors.empty()) md += anchors_section(tables, extras.anchors, extras.anchors_path);
   complexity(md, series, rows);
   speedups(md, series, rows);
   md += decode_section(tables);
   regression(md, tables, per_file);
-  if (!claims_path.empty()) md += claims_markdown(evaluate_claims(read_claims_file(claims_path), tables), claims_path);
-  if (!plots.empty()) {
-    md += fmt::format("## Plots\n\nMade by `{}`.\n\n", plots_command);
-    for (const std::string& p : plots)
+  if (!extras.claims_path.empty())
+    md += claims_markdown(evaluate_claims(read_claims_file(extras.claims_path), tables), extras.claims_path);
+  if (!extras.plots.empty()) {
+    md += fmt::format("## Plots\n\nMade by `{}`.\n\n", extras.plots_command);
+    for (const std::string& p : extras.plots)
       md += fmt::format("![{}]({})\n\n", std::filesystem::path(p).stem().string(), p);
   }
   return md;
@@ -359,17 +380,21 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
 
 std::string report_usage_text() {
   return "usage: gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR] [--claims FILE]\n"
-         "  Markdown from gdnbench CSVs (schema v1): environment, accuracy, timing, complexity fits,\n"
-         "  speedups and crossovers against attention, and a regression check of the first CSV\n"
-         "  against each later one. --out: write to a file (default: stdout). --plots: embed the\n"
-         "  PNG files of DIR (from scripts/plot.py), linked relative to the report. --claims: add the\n"
-         "  verdicts of a claims file (a path, or a name in claims/, e.g. gdn_claims).\n";
+         "                       [--anchors FILE] [--note TEXT]\n"
+         "  Markdown from gdnbench CSVs (schema v1): environment, accuracy, timing against the floor,\n"
+         "  complexity fits, speedups and crossovers against attention, and a regression check of the\n"
+         "  first CSV against each later one. --out: write to a file (default: stdout). --plots: embed\n"
+         "  the PNG files of DIR (from scripts/plot.py), linked relative to the report. --claims: add\n"
+         "  the verdicts of a claims file (a path, or a name in claims/, e.g. gdn_claims). --anchors:\n"
+         "  forward times measured outside this harness (CSV with what, impl, B, H, D, T, ms; rows\n"
+         "  with what=fwd are read) beside the CSVs' own, each against its floor. --note: a paragraph\n"
+         "  under the title (where the CSVs came from, what was left out).\n";
 }
 
 int run_report(const std::vector<std::string>& args) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
-  std::string out, plots_dir, claims;
+  std::string out, plots_dir, claims, anchors_path, note;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&](const std::string& flag, std::string& dst) {
@@ -388,7 +413,9 @@ int run_report(const std::vector<std::string>& args) {
       fmt::print("{}", report_usage_text());
       return 0;
     }
-    if (value("--out", out) || value("--plots", plots_dir) || value("--claims", claims)) continue;
+    if (value("--out", out) || value("--plots", plots_dir) || value("--claims", claims) ||
+        value("--anchors", anchors_path) || value("--note", note))
+      continue;
     if (a.size() > 1 && a[0] == '-')
       throw UsageError("report: unknown flag '" + a + "'; see gdnbench report --help");
     files.push_back(a);
@@ -417,11 +444,19 @@ int run_report(const std::vector<std::string>& args) {
       return std::make_pair(rank(a), a) < std::make_pair(rank(b), b);
     });
   }
-  std::string plots_command = "scripts/plot.py";
-  for (const std::string& f : files) plots_command += " " + f;
-  plots_command += " --outdir " + plots_dir;
-  const std::string claims_path = claims.empty() ? "" : resolve_claims_path(claims);
-  const std::string md = build_report(tables, join_args(args), plots, plots_command, claims_path);
+  ReportExtras extras;
+  if (!anchors_path.empty()) {
+    extras.anchors = read_anchors(anchors_path);
+    extras.anchors_path = anchors_path;
+  }
+  extras.plots = plots;
+  extras.plots_command = "scripts/plot.py";
+  for (const std::string& f : files) extras.plots_command += " " + shell_word(f);
+  extras.plots_command += " --outdir " + shell_word(plots_dir);
+  if (!anchors_path.empty()) extras.plots_command += " --anchors " + shell_word(anchors_path);
+  extras.claims_path = claims.empty() ? "" : resolve_claims_path(claims);
+  extras.note = note;
+  const std::string md = build_report(tables, join_args(args), extras);
   if (out.empty()) {
     fmt::print("{}", md);
     return 0;

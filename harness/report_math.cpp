@@ -1,4 +1,4 @@
-// The numerical pieces of `gdnbench report` (harness/report.h): power-law fit, crossover,
+// The numerical pieces of `gdnbench report` (harness/report.h): power-law fit, crossover, floor,
 // regression rule.
 #include "harness/report.h"
 
@@ -99,6 +99,12 @@ std::string crossover_text(const Crossover& c) {
     case Crossover::no_data: break;
   }
   return "no common T";
+}
+
+double floor_ms(double flops, double min_bytes, double ceiling_tflops, double ceiling_gbps) {
+  for (double x : {flops, min_bytes, ceiling_tflops, ceiling_gbps})
+    if (!(std::isfinite(x) && x > 0)) return NAN;
+  return std::max(flops / (ceiling_tflops * 1e9), min_bytes / (ceiling_gbps * 1e6));
 }
 
 double regression_threshold_ms(double median_a, double cv_a, double median_b, double cv_b) {

@@ -44,6 +44,9 @@ struct ResultRow {
   // bitwise identical; "no" the variant declares itself non-deterministic, not checked; empty:
   // not checked (skipped, failed, or the check was off).
   std::string deterministic;
+  // Query rows per (b, h) whose o was compared with the float64 reference: T when every row was,
+  // fewer under a sampled attention reference (harness/attention_sample.h); 0: not verified.
+  int64_t ref_rows = 0;
 };
 
 // FLOP and byte counts of the problem for a family (DESIGN.md section 4).

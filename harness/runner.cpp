@@ -96,7 +96,7 @@ std::string cpu_model_name() {
 }
 
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
-                   const std::vector<double>& attention_ref, const RunOptions& opt) {
+                   const AttentionRef& attention_ref, const RunOptions& opt) {
   const VariantInfo& v = *c.variant;
   ResultRow row;
   row.problem = c.problem;
@@ -129,7 +129,15 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     run->synchronize();
     RunOutputs out = run->read_outputs();
     row.peak_device_bytes = run->peak_device_bytes();
-    row.o = compare_to_reference(out.o, is_gdn ? gdn_ref.o : attention_ref, c.problem.dtype);
+    const GdnShape& s = c.problem.shape;
+    if (is_gdn || attention_ref.rows.empty()) {
+      row.o = compare_to_reference(out.o, is_gdn ? gdn_ref.o : attention_ref.o, c.problem.dtype);
+      row.ref_rows = s.T;
+    } else {  // a sampled reference: its rows only, but every element must still be written
+      row.o = compare_to_reference(out.o, attention_ref.o, c.problem.dtype,
+                                   RowSelection{s.B, s.T, s.HV * s.V, attention_ref.rows});
+      row.ref_rows = int64_t(attention_ref.rows.size());
+    }
     if (is_gdn) row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
 
     std::vector<std::string> problems;
@@ -199,6 +207,21 @@ std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64
                        p.resolved_scale(), true, threads);
 }
 
+AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,
+                                          const std::vector<int64_t>& rows, int threads) {
+  if (rows.empty()) return AttentionRef{attention_reference_for(p, in, threads), {}};
+  const GdnShape& s = p.shape;
+  if (p.context > 0 && (!in.k_cache || !in.v_cache))
+    throw std::logic_error("attention reference with context: the KV cache was not generated (add_kv_cache)");
+  AttentionRef ref;
+  ref.rows = rows;
+  ref.o = attention_cache_rows_ref(s.B, s.T, p.context, s.HV, s.K, s.V, in.q.data(), in.k.data(), in.v.data(),
+                                   p.context > 0 ? in.k_cache->data() : nullptr,
+                                   p.context > 0 ? in.v_cache->data() : nullptr, p.resolved_scale(), rows,
+                                   threads);
+  return ref;
+}
+
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& given) {
   const bool is_gdn = c.variant->family == Family::gdn;
   HostInputs with_cache;
@@ -214,9 +237,12 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   const RefInputsF64 ref_in = to_f64(inputs);
   const GdnRefOutputs gdn_ref = is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads) : GdnRefOutputs{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
-  const std::vector<double> attn_ref = is_gdn || !have_cache
-                                           ? std::vector<double>{}
-                                           : attention_reference_for(c.problem, ref_in, opt.cpu_threads);
+  const AttentionRef attn_ref =
+      is_gdn || !have_cache
+          ? AttentionRef{}
+          : attention_reference_rows_for(c.problem, ref_in,
+                                         attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),
+                                         opt.cpu_threads);
   return run_case(c, inputs, gdn_ref, attn_ref, opt);
 }
 
@@ -229,7 +255,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   HostInputs inputs;
   RefInputsF64 ref_in;
   GdnRefOutputs gdn_ref;
-  std::vector<double> attn_ref;
+  AttentionRef attn_ref;
   bool have_gdn_ref = false, have_attn_ref = false;
 
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -254,7 +280,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       inputs = HostInputs{};
       ref_in = RefInputsF64{};
       gdn_ref = GdnRefOutputs{};
-      attn_ref = std::vector<double>{};
+      attn_ref = AttentionRef{};
       inputs = make_inputs(c.problem);
       ref_in = to_f64(inputs);
       have_gdn_ref = have_attn_ref = false;
@@ -266,7 +292,9 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
     if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
         !attention_applicability(c.problem)) {
       add_kv_cache(c.problem, inputs);  // generated only for attention: GDN ignores the context
-      attn_ref = attention_reference_for(c.problem, ref_in, opt.cpu_threads);
+      attn_ref = attention_reference_rows_for(
+          c.problem, ref_in, attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),
+          opt.cpu_threads);
       have_attn_ref = true;
     }
     ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);

@@ -4,6 +4,7 @@
 #include <functional>
 #include <vector>
 
+#include "harness/attention_sample.h"
 #include "harness/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/result.h"
@@ -19,6 +20,16 @@ struct RunOptions {
   // Launch every passing case a second time on the same inputs (outputs poisoned again) and
   // compare o and hT bitwise; a difference fails a variant that declares itself deterministic.
   bool check_determinism = false;
+  // Attention cases: the float64 reference for every query row, or for a sample of rows per
+  // (b, h) (harness/attention_sample.h); automatic decides by the reference's cost.
+  AttentionRefMode attention_ref = AttentionRefMode::automatic;
+  int64_t attention_sample_rows = kAttentionSampleRows;
+};
+
+// The float64 attention answer of a problem, for every query row or for a sample of them.
+struct AttentionRef {
+  std::vector<double> o;      // [B, T, HV, V]; sampled: [B, rows.size(), HV, V]
+  std::vector<int64_t> rows;  // the query rows o holds, sorted; empty: all T (the full reference)
 };
 
 struct RunSummary {
@@ -37,11 +48,14 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
 
 // Verifies (and optionally times) one variant on one problem against a given reference.
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
-                   const std::vector<double>& attention_ref, const RunOptions& opt);
+                   const AttentionRef& attention_ref, const RunOptions& opt);
 
 // The float64 answers for a problem: the GDN recurrence, or causal attention over its q, k, v.
 GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads);
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
+// The attention answer for the query rows `rows` only (empty: every row, attention_reference_for).
+AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,
+                                          const std::vector<int64_t>& rows, int threads);
 
 // Inputs, the reference of the variant's family and the verdict of one case, from scratch (no
 // cache): for callers that verify a single case (the benchmark front end, tests).

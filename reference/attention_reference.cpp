@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <thread>
 
 #include "reference/gdn_reference.h"
@@ -74,6 +76,40 @@ std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, i
                          context > 0 ? v_cache + cached * Dv : nullptr, context, k + (b * T * H + h) * D,
                          v + (b * T * H + h) * Dv, t + 1, H, D, Dv, scale,
                          o.data() + ((b * T + t) * H + h) * Dv);
+      }
+    });
+  for (auto& th : pool) th.join();
+  return o;
+}
+
+std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t context, int64_t H,
+                                             int64_t D, int64_t Dv, const double* q,
+                                             const double* k, const double* v,
+                                             const float* k_cache, const float* v_cache,
+                                             double scale, const std::vector<int64_t>& rows,
+                                             int threads) {
+  for (size_t r = 0; r < rows.size(); ++r)
+    if (rows[r] < 0 || rows[r] >= T || (r > 0 && rows[r] <= rows[r - 1]))
+      throw std::invalid_argument("attention_cache_rows_ref: rows must be sorted, distinct and in [0, T)");
+  if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
+  const int64_t R = int64_t(rows.size());
+  std::vector<double> o(B * R * H * Dv);
+  // Rows differ in cost (row t reads context + t + 1 keys), so workers take the next (b, h, row)
+  // from a shared counter instead of a fixed stride.
+  const int64_t items = B * H * R;
+  std::atomic<int64_t> next{0};
+  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, items)));
+  std::vector<std::thread> pool;
+  for (int w = 0; w < n; ++w)
+    pool.emplace_back([&] {
+      for (int64_t i = next++; i < items; i = next++) {
+        const int64_t r = i % R, h = (i / R) % H, b = i / (R * H);
+        const int64_t t = rows[r];
+        const int64_t cached = (b * context * H + h);  // first cached row of (b, h)
+        attend_two_parts(q + ((b * T + t) * H + h) * D, context > 0 ? k_cache + cached * D : nullptr,
+                         context > 0 ? v_cache + cached * Dv : nullptr, context, k + (b * T * H + h) * D,
+                         v + (b * T * H + h) * Dv, t + 1, H, D, Dv, scale,
+                         o.data() + ((b * R + r) * H + h) * Dv);
       }
     });
   for (auto& th : pool) th.join();

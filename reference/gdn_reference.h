@@ -72,6 +72,18 @@ std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, i
                                         const double* v, const float* k_cache,
                                         const float* v_cache, double scale, int threads = 1);
 
+// attention_cache_ref for the query rows `rows` only (sorted, distinct, each in [0, T)): returns
+// [B, rows.size(), H, Dv], entry r holding query rows[r]. A row costs O((context + rows[r]) D),
+// so a sample of rows verifies long sequences whose full reference is O(T^2 D). Each row is
+// computed by the same code and in the same order as in attention_cache_ref and attention_ref
+// (causal), so the results agree bit for bit.
+std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t context, int64_t H,
+                                             int64_t D, int64_t Dv, const double* q,
+                                             const double* k, const double* v,
+                                             const float* k_cache, const float* v_cache,
+                                             double scale, const std::vector<int64_t>& rows,
+                                             int threads = 1);
+
 // One query per sequence against a KV cache of length L.
 // q: [B, H, D]; k_cache: [B, L, H, D]; v_cache: [B, L, H, Dv]; returns [B, H, Dv].
 std::vector<double> attention_decode_ref(int64_t B, int64_t L, int64_t H, int64_t D, int64_t Dv,

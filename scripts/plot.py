@@ -3,6 +3,11 @@
 # each GDN variant over each attention baseline, o_rel_l2 vs T, and peak device memory vs T; for
 # rows with a KV-cache context (decode, `--context`), one-step latency and memory vs the context L.
 # Rows of external implementations (variants `ext:...`, scripts/ext_runner.py) join the same plots.
+# `--anchors FILE` adds forward times measured outside the harness (the rows with what=fwd of an
+# anchors CSV: impl, B, H, D, T, ms) to the time plot as hollow markers on dotted lines, and its
+# attention anchors (sdpa_*) to the speedup plot as baselines. The time plot also draws the floor
+# max(FLOPs / GEMM rate, bytes / copy bandwidth) of the CSVs' rows under the series.
+# Bad input (a CSV or anchors file that does not parse as described) is one line on stderr, exit 2.
 # Uses Debian's python3-matplotlib (scripts/setup.sh installs it), hence /usr/bin/python3.
 #
 #   scripts/plot.py reports/results/h200/fwd_bf16_B1_H32_K128.csv --outdir reports/results/h200/plots
@@ -10,6 +15,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import sys
 
 import matplotlib
@@ -23,6 +29,17 @@ SHAPE = ("dtype", "B", "H", "HV", "K", "V")
 SERIES = ("variant",) + SHAPE + ("chunk", "gate", "delta", "h0")  # every case field but T
 NEEDED = ("schema_version", "variant", "family", "status", "T", "o_rel_l2", "time_median_ms",
           "peak_device_bytes") + SERIES
+ANCHOR_NEEDED = ("what", "impl", "B", "H", "D", "T", "ms")
+ANCHOR_NAMES = {"fla_chunk": "FLA chunk", "fla_fused_recurrent": "FLA fused_recurrent",
+                "sdpa_flash": "SDPA flash", "sdpa_cudnn": "SDPA cuDNN"}
+DTYPES = {"bf16": "bf16", "bfloat16": "bf16", "fp16": "fp16", "float16": "fp16", "f16": "fp16",
+          "fp32": "fp32", "float32": "fp32", "f32": "fp32"}
+
+
+def die(message):
+    """Bad input: one line on stderr and exit 2, as gdnbench does for a usage error."""
+    print(f"plot.py: {message}", file=sys.stderr)
+    sys.exit(2)
 
 
 def read_rows(paths):
@@ -33,14 +50,88 @@ def read_rows(paths):
                 reader = csv.DictReader(f)
                 missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
                 if missing:
-                    sys.exit(f"plot.py: {path}: column '{missing[0]}' missing; not a gdnbench schema v1 CSV")
+                    die(f"{path}: column '{missing[0]}' missing; not a gdnbench schema v1 CSV")
                 for n, r in enumerate(reader, start=2):
                     if r["schema_version"] != "1":
-                        sys.exit(f"plot.py: {path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1")
+                        die(f"{path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1")
                     rows.append(r)
         except OSError as e:
-            sys.exit(f"plot.py: cannot read '{path}': {e.strerror}")
+            die(f"cannot read '{path}': {e.strerror}")
     return rows
+
+
+def read_anchors(path):
+    """The what=fwd rows of an anchors file as dicts (impl, dtype, B, H, D, T, ms), with the checks
+    of `gdnbench report --anchors`: the figures sit beside measured ones, so nothing is guessed."""
+    where = f"--anchors {path}"
+    try:
+        with open(path, newline="") as f:
+            lines = list(csv.reader(f, strict=True))
+    except OSError as e:
+        die(f"--anchors: cannot read '{path}': {e.strerror}")
+    except csv.Error as e:
+        die(f"{where}: {e}")
+    if not lines:
+        die(f"{where}: empty file, no CSV header")
+    header = lines[0]
+    for c in ANCHOR_NEEDED:
+        if c not in header:
+            die(f"{where}: column '{c}' missing; an anchors file has what, impl, B, H, D, T, ms")
+    out, seen = [], {}
+    for n, fields in enumerate(lines[1:], start=2):
+        if len(fields) != len(header):
+            die(f"{where}: row {n} has {len(fields)} fields, the header {len(header)}")
+        d = dict(zip(header, fields))
+        if d["what"] != "fwd":
+            continue
+        a = {"impl": d["impl"]}
+        if not a["impl"]:
+            die(f"{where}: row {n} (what=fwd) has no impl")
+        for c in ("B", "H", "D", "T"):
+            if not re.fullmatch(r"[0-9]+", d[c]) or int(d[c]) <= 0:
+                die(f"{where}: row {n} (what=fwd, {a['impl']}): {c} '{d[c]}' is not a positive integer")
+            a[c] = int(d[c])
+        ms = num(d["ms"])
+        if not (ms > 0) or math.isinf(ms):
+            die(f"{where}: row {n} (what=fwd, {a['impl']}): ms '{d['ms']}' is not a positive number")
+        a["ms"] = ms
+        dtype = d.get("dtype", "")
+        if dtype and dtype not in DTYPES:
+            die(f"{where}: row {n}: dtype '{dtype}' unknown (bf16, fp16, fp32)")
+        a["dtype"] = DTYPES[dtype] if dtype else "bf16"  # the anchors' README: bf16 unless a column says otherwise
+        key = (a["impl"], a["dtype"], a["B"], a["H"], a["D"], a["T"])
+        if key in seen:
+            die(f"{where}: row {n} repeats {a['impl']} at B={a['B']} H={a['H']} D={a['D']} T={a['T']} "
+                f"of row {seen[key]}")
+        seen[key] = n
+        out.append(a)
+    if not out:
+        die(f"{where}: no row with what=fwd")
+    return out
+
+
+def anchor_family(impl):
+    """The problem an anchor implementation solves, as `gdnbench report` reads the names."""
+    return "gdn" if impl.startswith("fla_") else "attention" if impl.startswith("sdpa_") else ""
+
+
+def anchor_shape(a):
+    """The CSV shape key (dtype, B, H, HV, K, V) of an anchor: one head count, one head dim."""
+    return (a["dtype"], str(a["B"]), str(a["H"]), str(a["H"]), str(a["D"]), str(a["D"]))
+
+
+def floors(rows):
+    """{(family, shape): {T: floor ms}} from the rows that recorded counts and ceilings: the time at
+    the better of the measured GEMM rate and copy bandwidth, as `gdnbench report` computes it."""
+    out = {}
+    for r in rows:
+        vals = [num(r.get(c)) for c in ("flops", "min_bytes", "ceiling_tflops", "ceiling_gbps")]
+        if not all(v > 0 and not math.isinf(v) for v in vals):
+            continue
+        flops, nbytes, tflops, gbps = vals
+        f = max(flops / (tflops * 1e9), nbytes / (gbps * 1e6))
+        out.setdefault((r["family"], tuple(r[c] for c in SHAPE)), {}).setdefault(int(r["T"]), f)
+    return out
 
 
 def num(s):
@@ -123,8 +214,17 @@ def save(fig, outdir, name, formats):
     plt.close(fig)
 
 
-def plot_time(rows, shapes, outdir, formats):
+def plot_time(rows, shapes, outdir, formats, anchors):
     fig, ax = plt.subplots(figsize=(8, 5.5))
+    anchors = [a for a in anchors if anchor_shape(a) in shapes]
+    floor = floors(rows)
+    for i, ((family, shape), by_t) in enumerate(sorted(floor.items())):
+        ts = sorted(by_t)
+        where = "" if len(shapes) == 1 else " " + shape_title({shape})
+        ax.plot(ts, [by_t[t] for t in ts], color="gray", linewidth=5, alpha=0.3,
+                linestyle=["-", "--"][i % 2],
+                label=f"{'GDN' if family == 'gdn' else family} floor{where} (measured ceilings):\n"
+                      "max(FLOPs / GEMM rate, bytes / copy BW)")
     for i, (key, by_t) in enumerate(sorted(series_of(rows, "time_median_ms", True).items())):
         ts = sorted(by_t)
         ys = [by_t[t] for t in ts]
@@ -134,17 +234,33 @@ def plot_time(rows, shapes, outdir, formats):
         up = fit_slope(upper, [by_t[t] for t in upper]) if len(ts) >= 4 else math.nan
         fit = f" (slope {slope:.2f}" + (f", upper half {up:.2f})" if not math.isnan(up) else ")") \
             if not math.isnan(slope) else ""
-        ax.plot(ts, ys, label=label(key, shapes) + fit, **style(i))
+        st = style(i)
+        if anchors:  # beside the anchors' hollow markers the harness's own series are all filled
+            st["markerfacecolor"] = None
+        ax.plot(ts, ys, label=label(key, shapes) + fit, **st)
+    impls = list(dict.fromkeys(a["impl"] for a in anchors))
+    for j, impl in enumerate(impls):
+        for shape in sorted({anchor_shape(a) for a in anchors if a["impl"] == impl}):
+            by_t = {a["T"]: a["ms"] for a in anchors if a["impl"] == impl and anchor_shape(a) == shape}
+            ts = sorted(by_t)
+            where = "" if len(shapes) == 1 else " " + shape_title({shape})
+            ax.plot(ts, [by_t[t] for t in ts], marker="^v<>hH*X"[j % 8], markersize=9,
+                    markerfacecolor="none", markeredgewidth=1.6, linestyle=":", linewidth=1.3,
+                    label=f"{ANCHOR_NAMES.get(impl, impl)} (anchors){where}")
     token_axis(ax)
     ax.set_yscale("log")
     ax.set_ylabel("median time per forward (ms, log scale)")
     ax.set_title(f"Forward time vs T ({shape_title(shapes)})\n"
-                 "slope: least squares of log time on log T (all Ts; upper half of the Ts)")
-    ax.legend(fontsize=9)
+                 "slope: least squares of log time on log T (all Ts; upper half of the Ts)"
+                 + ("\nhollow markers, dotted: anchors (PyTorch/FLA run, not this harness)" if anchors else ""))
+    if anchors or floor:  # anchors and floors span the plot area from corner to corner: legend beside it
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=9)
     save(fig, outdir, "time_vs_T", formats)
 
 
-def plot_speedup(rows, shapes, outdir, formats):
+def plot_speedup(rows, shapes, outdir, formats, anchors):
     family = {tuple(r[c] for c in SERIES): r["family"] for r in rows}
     series = series_of(rows, "time_median_ms", True)
     fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -161,13 +277,35 @@ def plot_speedup(rows, shapes, outdir, formats):
             ax.plot(ts, [a_t[t] / g_t[t] for t in ts], label=f"{label(g, shapes)} over {a[0]}",
                     **style(drawn))
             drawn += 1
+    # Attention anchors as baselines too, drawn apart (dotted, hollow): their times come from
+    # another timer on another run.
+    baselines = {}
+    for a in anchors:
+        if anchor_family(a["impl"]) == "attention" and anchor_shape(a) in shapes:
+            baselines.setdefault((a["impl"], anchor_shape(a)), {})[a["T"]] = a["ms"]
+    from_anchors = 0
+    for g, g_t in sorted(series.items()):
+        if family[g] != "gdn":
+            continue
+        for (impl, shape), a_t in baselines.items():
+            ts = sorted(set(g_t) & set(a_t))
+            if g[1:7] != shape or not ts:
+                continue
+            ax.plot(ts, [a_t[t] / g_t[t] for t in ts],
+                    label=f"{label(g, shapes)} over {ANCHOR_NAMES.get(impl, impl)} (anchors)",
+                    **dict(style(drawn), linestyle=":", markerfacecolor="none", markeredgewidth=1.4))
+            drawn += 1
+            from_anchors += 1
     ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="equal time")
     token_axis(ax)
     ax.set_yscale("log", base=2)
+    # Every power of two gets its tick (the default thins them to every other), so 1x is labelled.
+    ax.yaxis.set_major_locator(LogLocator(base=2, numticks=24))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}x"))
     ax.set_ylabel("speedup = attention time / GDN time (log scale)")
     ax.set_title(f"GDN speedup over attention baselines ({shape_title(shapes)})"
-                 + ("" if drawn else "\nno GDN and attention series share a shape and a T"))
+                 + ("" if drawn else "\nno GDN and attention series share a shape and a T")
+                 + ("\ndotted, hollow: over an anchor (PyTorch/FLA run, not this harness)" if from_anchors else ""))
     ax.legend(fontsize=9)
     save(fig, outdir, "speedup_vs_T", formats)
 
@@ -247,10 +385,13 @@ def main():
     p.add_argument("csv", nargs="+", help="gdnbench CSV files (schema v1)")
     p.add_argument("--outdir", default="reports/plots", help="directory for the images (created)")
     p.add_argument("--formats", default="png,svg", help="comma-separated image formats")
+    p.add_argument("--anchors", help="anchors CSV (what, impl, B, H, D, T, ms): its what=fwd rows join "
+                   "the time plot as hollow markers, its sdpa_* rows the speedup plot as baselines")
     args = p.parse_args()
     rows = read_rows(args.csv)
+    anchors = read_anchors(args.anchors) if args.anchors else []
     if not rows:
-        sys.exit("plot.py: the CSVs hold no rows")
+        die("the CSVs hold no rows")
     os.makedirs(args.outdir, exist_ok=True)
     formats = [f for f in args.formats.split(",") if f]
     decode = [r for r in rows if is_decode(r)]
@@ -259,8 +400,8 @@ def main():
         shapes = {tuple(r[c] for c in SHAPE) for r in rows}
         VARYING.clear()
         VARYING.update(c for c in SERIES[1:] if len({r[c] for r in rows}) > 1)
-        plot_time(rows, shapes, args.outdir, formats)
-        plot_speedup(rows, shapes, args.outdir, formats)
+        plot_time(rows, shapes, args.outdir, formats, anchors)
+        plot_speedup(rows, shapes, args.outdir, formats, anchors)
         plot_accuracy(rows, shapes, args.outdir, formats)
         plot_memory(rows, shapes, args.outdir, formats)
     if decode:

@@ -1,7 +1,9 @@
-// `gdnbench report`: the power-law fit, the crossover interpolation, the regression rule, the CSV
-// reader, a report built from CSVs written by the real CsvWriter, and the refusal of bad input.
+// `gdnbench report`: the power-law fit, the crossover interpolation, the floor, the regression rule,
+// the CSV reader, a report built from CSVs written by the real CsvWriter, the anchors beside it,
+// and the refusal of bad input.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -10,6 +12,7 @@
 #include "harness/cli.h"
 #include "harness/csv.h"
 #include "harness/report.h"
+#include "harness/result.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -136,6 +139,17 @@ TEST_CASE("crossover: log(time ratio) interpolated linearly in log(T)", "[report
   }
 }
 
+TEST_CASE("floor: max(flops / GEMM rate, bytes / copy bandwidth) in ms", "[report]") {
+  // 1e12 FLOP at 100 TFLOP/s = 10 ms; 1e9 bytes at 1000 GB/s = 1 ms: compute-bound, 10 ms.
+  CHECK(floor_ms(1e12, 1e9, 100, 1000) == Approx(10.0));
+  // 4e10 bytes at 1000 GB/s = 40 ms beats the 10 ms of arithmetic: bandwidth-bound.
+  CHECK(floor_ms(1e12, 4e10, 100, 1000) == Approx(40.0));
+  // Not measured (empty cell, CPU row) or not counted: no floor.
+  CHECK(std::isnan(floor_ms(1e12, 1e9, NAN, 1000)));
+  CHECK(std::isnan(floor_ms(1e12, 1e9, 100, 0)));
+  CHECK(std::isnan(floor_ms(0, 1e9, 100, 1000)));
+}
+
 TEST_CASE("regression rule: max(3 cv_a m_a, 3 cv_b m_b, 2% of m_a)", "[report]") {
   // 3 * 0.01 * 10 = 0.3 beats 3 * 0.005 * ~10 = 0.15 and 2% of 10 = 0.2.
   CHECK(regression_threshold_ms(10, 0.01, 10.4, 0.005) == Approx(0.3));
@@ -197,7 +211,9 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     CHECK_FALSE(contains(md, "## Plots"));
   }
   SECTION("two CSVs: the slower row is flagged and the rule is stated") {
-    const std::string md = build_report({a, b}, "gdnbench report a.csv b.csv", {"plots/x.png"});
+    ReportExtras extras;
+    extras.plots = {"plots/x.png"};
+    const std::string md = build_report({a, b}, "gdnbench report a.csv b.csv", extras);
     CHECK(contains(md, "max(3 cv_a median_a, 3 cv_b median_b, 2% of median_a)"));
     CHECK(contains(md, "8 matched: 1 SLOWER, 0 FASTER, 7 the same"));
     CHECK(contains(md, "| 8192 | 8.192 | 12.29 | 1.500 |"));
@@ -211,6 +227,141 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     const std::string md = testutil::read_text(dir.file("out/r.md"));
     CHECK(contains(md, "## Timing"));
     CHECK(contains(md, "![time](plots/time.png)"));
+  }
+}
+
+namespace {
+
+// gdn_fake at T = 1024 and 4096 with measured ceilings and the harness's own counts, B=1 H=HV=4
+// K=V=64 bf16; `with_ceilings` false leaves them empty as a CPU or --no-ceilings row does.
+void write_with_ceilings(const std::string& path, bool with_ceilings = true) {
+  CsvWriter w(path, report_meta(9));
+  for (int64_t T : {1024, 4096}) {
+    ResultRow r = timed_row("gdn_fake", "gdn", T, T / 1000.0);
+    r.flops = gdn_flops(r.problem);
+    r.bytes = gdn_min_bytes(r.problem);
+    if (with_ceilings) {
+      r.ceiling_tflops = 100;
+      r.ceiling_gbps = 1000;
+    }
+    w.append(r);
+  }
+}
+
+// One line of a markdown table: the one that starts with `start`.
+std::string table_line(const std::string& md, const std::string& start) {
+  const size_t at = md.find("\n" + start);
+  if (at == std::string::npos) return "";
+  return md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+}
+
+}  // namespace
+
+TEST_CASE("the timing table shows each row's floor and time / floor", "[report]") {
+  testutil::TempDir dir;
+  SECTION("a row with ceilings: floor from its flops, min_bytes and ceilings") {
+    write_with_ceilings(dir.file("c.csv"));
+    const CsvTable t = read_gdnbench_csv(dir.file("c.csv"), report_required_columns());
+    // T = 1024, B=1 H=HV=4 K=V=64: flops = 1024 * 4 * (6*64*64 * 2 + 4*64*64) = 268435456, 2.684e-3 ms
+    // at 100 TFLOP/s; bytes = 2 * (2 * 262144 + 2 * 262144) + 4 * 4096 * 2 + 4 * 16384 = 2195456,
+    // 2.195e-3 ms at 1000 GB/s. Floor 2.684e-3 ms (compute), x floor = 1.024 / 2.684e-3 = 381.5.
+    REQUIRE(t.number(0, "flops") == Approx(268435456.0).epsilon(1e-5));
+    REQUIRE(t.number(0, "min_bytes") == Approx(2195456.0).epsilon(1e-5));
+    const std::string md = build_report({t}, "gdnbench report c.csv");
+    CHECK(contains(md, "| floor (ms) | x floor |"));
+    const std::string line = table_line(md, "| gdn_fake | bf16 | 1 | 4 | 4 | 64 | 64 | 64 | on/on/off | 1024 |");
+    CHECK(line.size() > 0);
+    CHECK(contains(line, "| 0.002684 | 381 |"));
+    // The same relation through the CSV's fractions: x floor = 1 / max(frac_flops, frac_bw).
+    CHECK(1.0 / std::max(t.number(0, "frac_flops"), t.number(0, "frac_bw")) == Approx(381.5).epsilon(1e-3));
+    // T = 4096: both counts 4x (the state's 65536 bytes once): floor 0.01074 ms, x floor 381.
+    CHECK(contains(table_line(md, "| gdn_fake | bf16 | 1 | 4 | 4 | 64 | 64 | 64 | on/on/off | 4096 |"),
+                   "| 0.01074 | 381 |"));
+  }
+  SECTION("a row without ceilings has no floor") {
+    write_with_ceilings(dir.file("n.csv"), false);
+    const std::string md = build_report({read_gdnbench_csv(dir.file("n.csv"), report_required_columns())}, "r");
+    CHECK(contains(table_line(md, "| gdn_fake | bf16 | 1 | 4 | 4 | 64 | 64 | 64 | on/on/off | 1024 |"),
+                   "| - | - | - | - |"));
+  }
+}
+
+TEST_CASE("anchors: read strictly, shown beside the CSV's rows against the floor", "[report][anchors]") {
+  testutil::TempDir dir;
+  write_with_ceilings(dir.file("c.csv"));
+  // The layout of the real anchors file: empty cells where a field does not apply, a dtype column
+  // filled only on accuracy rows, other `what` rows the reader skips.
+  const std::string header = "B,D,GBps,H,T,dtype,impl,ms,what\n";
+  testutil::write_text(dir.file("anchors.csv"), header +
+                                                    ",,4272.1,,,,,,ceiling_copy\n"
+                                                    ",,,,2048,float32,fla_chunk,,accuracy\n"
+                                                    "1,64,,4,1024,,fla_chunk,0.5,fwd\n"
+                                                    "1,64,,4,2048,,fla_chunk,0.75,fwd\n"
+                                                    "1,64,,4,1024,,sdpa_flash,0.05,fwd\n"
+                                                    "2,64,,4,1024,,fla_chunk,0.9,fwd\n");
+  SECTION("the reader keeps the fwd rows, bf16 unless the row says otherwise") {
+    const auto a = read_anchors(dir.file("anchors.csv"));
+    REQUIRE(a.size() == 4);
+    CHECK(a[0].impl == "fla_chunk");
+    CHECK(a[0].dtype == "bf16");
+    CHECK((a[0].B == 1 && a[0].H == 4 && a[0].D == 64 && a[0].T == 1024));
+    CHECK(a[0].ms == 0.5);
+    CHECK(anchor_family("fla_fused_recurrent") == "gdn");
+    CHECK(anchor_family("sdpa_cudnn") == "attention");
+    CHECK(anchor_family("flashinfer").empty());
+  }
+  SECTION("the section: labelled columns, floors of the same problem, cells ms (x floor)") {
+    CHECK(run_report({dir.file("c.csv"), "--anchors", dir.file("anchors.csv"), "--out", dir.file("r.md"),
+                      "--note", "Rows of two runs; the older wy_ut rows left out."}) == 0);
+    const std::string md = testutil::read_text(dir.file("r.md"));
+    CHECK(contains(md, "## Forward time beside the anchors"));
+    CHECK(contains(md, "anchor (PyTorch/FLA run, not this harness)"));
+    CHECK(contains(md, "\n\nRows of two runs; the older wy_ut rows left out.\n\n## Environment"));
+    CHECK(contains(md, "--note 'Rows of two runs; the older wy_ut rows left out.'"));
+    CHECK(contains(md, "### bf16, B=1 H=HV=4 K=V=64"));
+    CHECK(contains(md, "| T | GDN floor (ms) | attention floor (ms) | gdn_fake | fla_chunk (anchor) | "
+                       "sdpa_flash (anchor) |"));
+    // T = 1024: the GDN floor of the harness's own row, 2.684e-3 ms; fla_chunk 0.5 / 2.684e-3 = 186.3;
+    // attention: 2 (T^2 / 2) (K + V) H = 5.369e8 FLOP, 5.369e-3 ms at 100 TFLOP/s (bytes 2.1e-3 ms),
+    // sdpa_flash 0.05 / 5.369e-3 = 9.31.
+    CHECK(contains(md, "| 1024 | 0.002684 | 0.005369 | 1.024 (381x) | 0.5 (186x) | 0.05 (9.31x) |"));
+    // T = 2048: no harness row; the GDN floor is the same problem's, 5.369e-3 ms (compute-bound).
+    CHECK(contains(md, "| 2048 | 0.005369 | 0.02147 | - | 0.75 (140x) | - |"));
+    CHECK(contains(md, "| 4096 | 0.01074 | 0.0859 | 4.096 (381x) | - | - |"));
+    // A shape of the anchors that no harness row has gets its own table, still with floors.
+    CHECK(contains(md, "### bf16, B=2 H=HV=4 K=V=64"));
+    CHECK(contains(md, "No timed row of this harness has this shape"));
+    CHECK(contains(md, "| 1024 | 0.005369 | 0.9 (168x) |"));
+    CHECK(contains(md, "100 TFLOP/s bf16 GEMM, 1000 GB/s copy"));
+  }
+  SECTION("malformed anchors: one usage error naming the file and row") {
+    const auto refused = [&](const std::string& text, const std::string& message) {
+      testutil::write_text(dir.file("bad.csv"), text);
+      CHECK_THROWS_WITH(read_anchors(dir.file("bad.csv")), Catch::Contains(message));
+      CHECK_THROWS_AS(run_report({dir.file("c.csv"), "--anchors", dir.file("bad.csv")}), UsageError);
+    };
+    refused("B,D,H,T,impl,what\n1,64,4,1024,fla_chunk,fwd\n", "column 'ms' missing");
+    refused(header + "1,64,,4,1024,,fla_chunk,0.5\n", "row 2 has 8 fields, the header 9");
+    refused(header + "1,64,,4,1024,,fla_chunk,fast,fwd\n", "row 2 (what=fwd, fla_chunk): ms 'fast'");
+    refused(header + "1,64,,4,1024,,fla_chunk,-1,fwd\n", "ms '-1' is not a positive number");
+    refused(header + "1,64,,4,1024.5,,fla_chunk,0.5,fwd\n", "T '1024.5' is not a positive integer");
+    refused(header + "1,,,4,1024,,fla_chunk,0.5,fwd\n", "D '' is not a positive integer");
+    refused(header + "1,64,,4,1024,,,0.5,fwd\n", "row 2 (what=fwd) has no impl");
+    refused(header + "1,64,,4,1024,int8,fla_chunk,0.5,fwd\n", "dtype 'int8' unknown");
+    refused(header + "1,64,,4,1024,,fla_chunk,0.5,fwd\n1,64,,4,1024,,fla_chunk,0.6,fwd\n",
+            "row 3 repeats fla_chunk at B=1 H=4 D=64 T=1024 of row 2");
+    refused(header + ",,4272.1,,,,,,ceiling_copy\n", "no row with what=fwd");
+    refused("", "empty file");
+    CHECK_THROWS_WITH(read_anchors(dir.file("none.csv")), Catch::Contains("cannot read"));
+  }
+  SECTION("the binary: a malformed anchors file is exit 2 and one line on stderr") {
+    testutil::write_text(dir.file("bad.csv"), header + "1,64,,4,1024,,fla_chunk,fast,fwd\n");
+    const testutil::ProcessResult r =
+        testutil::run_gdnbench("report '" + dir.file("c.csv") + "' --anchors '" + dir.file("bad.csv") + "'");
+    CHECK(r.exit_code == 2);
+    CHECK(r.err_lines().size() == 1);
+    CHECK(testutil::run_gdnbench("report '" + dir.file("c.csv") + "' --anchors '" + dir.file("anchors.csv") + "'")
+              .exit_code == 0);
   }
 }
 

@@ -1,0 +1,70 @@
+#include "harness/attention_sample.h"
+
+#include <algorithm>
+
+const char* attention_ref_mode_name(AttentionRefMode m) {
+  switch (m) {
+    case AttentionRefMode::full: return "full";
+    case AttentionRefMode::sampled: return "sampled";
+    case AttentionRefMode::automatic: return "auto";
+  }
+  return "?";
+}
+
+std::optional<AttentionRefMode> parse_attention_ref_mode(const std::string& s) {
+  if (s == "full") return AttentionRefMode::full;
+  if (s == "sampled") return AttentionRefMode::sampled;
+  if (s == "auto") return AttentionRefMode::automatic;
+  return std::nullopt;
+}
+
+double attention_ref_work(const Problem& p) {
+  const GdnShape& s = p.shape;
+  return double(s.B) * double(s.HV) * double(s.T) * (double(s.T) / 2.0 + double(p.context)) *
+         double(s.K + s.V);
+}
+
+std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget) {
+  std::vector<int64_t> rows;
+  if (T <= 0) return rows;
+  if (budget >= T || budget <= 0) {  // no budget to speak of: every row
+    rows.resize(size_t(T));
+    for (int64_t t = 0; t < T; ++t) rows[size_t(t)] = t;
+    return rows;
+  }
+  const auto add = [&](int64_t t) {
+    if (t >= 0 && t < T) rows.push_back(t);
+  };
+  const int64_t edge = std::min(kAttentionSampleTile, budget / 4);
+  for (int64_t t = 0; t < edge; ++t) add(t);
+  for (int64_t t = T - edge; t < T; ++t) add(t);
+
+  // Tile boundaries strictly inside the sequence: m = 64 k, k = 1 .. last.
+  const int64_t last = (T - 1) / kAttentionSampleTile;
+  const int64_t boundaries = std::min(last, (budget - 2 * edge) / 2 / 3);
+  const int64_t late = boundaries / 2, spread = boundaries - late;
+  const auto around = [&](int64_t k) {
+    const int64_t m = k * kAttentionSampleTile;
+    add(m - 1);
+    add(m);
+    add(m + 1);
+  };
+  for (int64_t k = last; k > last - late; --k) around(k);
+  const int64_t rest = last - late;  // boundaries 1 .. rest not yet taken
+  for (int64_t j = 0; j < spread && rest > 0; ++j)
+    around(spread == 1 ? rest : 1 + j * (rest - 1) / (spread - 1));
+
+  const int64_t strided = budget - 2 * edge - 3 * boundaries;
+  for (int64_t j = 0; j < strided; ++j) add((2 * j + 1) * T / (2 * strided));
+
+  std::sort(rows.begin(), rows.end());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  return rows;
+}
+
+std::vector<int64_t> attention_ref_rows(const Problem& p, AttentionRefMode mode, int64_t budget) {
+  const bool sampled = mode == AttentionRefMode::sampled ||
+                       (mode == AttentionRefMode::automatic && attention_ref_work(p) >= kAttentionRefFullBudget);
+  if (!sampled || p.shape.T <= budget) return {};
+  return attention_sample_rows(p.shape.T, budget);
+}
