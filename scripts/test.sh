@@ -11,4 +11,6 @@ build/gdnbench_mutation_tests
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
 # The external runner's non-GPU path (dump, check, crash isolation) with numpy stand-ins.
 /usr/bin/python3 scripts/ext_runner.py --gdnbench build/gdnbench --self-test
+# Every analysis suite on the CPU backend at a reduced range, then the report, plots and claims.
+scripts/cpu_suites.sh build/cpu_suites
 scripts/fuzz.sh "${GDNBENCH_FUZZ_SECONDS:-20}"
