@@ -196,7 +196,9 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
     std::vector<Column> columns;
     for (auto& [key, c] : ours) {
       // A variant with several series here (chunk sizes, terms) names the one each column holds.
-      const auto n = std::count_if(ours.begin(), ours.end(), [&](const auto& p) { return p.second.label == c.label; });
+      // (A named copy of the label: lambdas cannot capture structured bindings before C++20.)
+      const std::string label = c.label;
+      const auto n = std::count_if(ours.begin(), ours.end(), [&](const auto& p) { return p.second.label == label; });
       if (n > 1) c.label = key;
       columns.push_back(c);
     }
