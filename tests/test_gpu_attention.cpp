@@ -6,23 +6,16 @@
 
 #include "harness/gpu_runtime.h"
 #include "harness/runner.h"
+#include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
 
-bool gpu_or_warn() {
-  static const GpuInfo gpu = query_gpu();
-  if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
-  return gpu.available;
-}
+using gputest::gpu_or_warn;
 
+// The float64 attention references are the slow part of these tests: give them more threads.
 ResultRow verify_on_gpu(const char* variant_name, const Problem& p) {
-  const VariantInfo* v = find_variant(variant_name);
-  REQUIRE(v != nullptr);
-  RunOptions opt;
-  opt.gpu = query_gpu();
-  opt.cpu_threads = 8;
-  return verify_single_case(Case{p, v, true}, opt, make_inputs(p));
+  return gputest::verify_on_gpu(variant_name, p, 8);
 }
 
 Problem attention_problem(int64_t B, int64_t T, int64_t H, int64_t D, DType dt, int64_t context = 0) {

@@ -9,6 +9,7 @@
 
 #include "harness/gpu_runtime.h"
 #include "harness/runner.h"
+#include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_check.h"
@@ -18,20 +19,8 @@
 
 namespace {
 
-bool gpu_or_warn() {
-  static const GpuInfo gpu = query_gpu();
-  if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
-  return gpu.available;
-}
-
-ResultRow verify_on_gpu(const char* variant_name, const Problem& p) {
-  const VariantInfo* v = find_variant(variant_name);
-  REQUIRE(v != nullptr);
-  RunOptions opt;
-  opt.gpu = query_gpu();
-  opt.cpu_threads = 4;
-  return verify_single_case(Case{p, v, true}, opt, make_inputs(p));
-}
+using gputest::gpu_or_warn;
+using gputest::verify_on_gpu;
 
 Problem frontend_problem(GdnShape shape, DType dt, bool h0) {
   Problem p;

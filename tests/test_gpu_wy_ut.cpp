@@ -19,6 +19,7 @@
 #include "harness/tolerance.h"
 #include "kernels/wy_ut.h"
 #include "reference/gdn_reference.h"
+#include "tests/gpu_test_util.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -29,11 +30,7 @@ namespace {
 constexpr double kIntermediateBound = 1e-4;
 constexpr double kStateBound = 1e-4;
 
-bool gpu_or_warn() {
-  static const GpuInfo gpu = query_gpu();
-  if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
-  return gpu.available;
-}
+using gputest::gpu_or_warn;
 
 DeviceBuffer to_device(const std::vector<float>& x, DType dt) {
   DeviceBuffer buf(x.size() * dtype_bytes(dt));
