@@ -10,17 +10,6 @@
 
 namespace {
 
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1ull << 30)); }
-
-// A SKIPPED reason when `need` device bytes would not fit in free device memory.
-std::optional<std::string> device_shortfall(double need, const char* what) {
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need > 0.95 * double(free_bytes))
-    return fmt::format("needs {} ({}), device has {} free", gib(need), what, gib(double(free_bytes)));
-  return std::nullopt;
-}
-
 AttnParams attn_params_for(const Problem& p) {
   const GdnShape& s = p.shape;
   AttnParams ap;
@@ -129,7 +118,7 @@ std::optional<std::string> attn_flash_unsupported(const Problem& p) {
     return std::string("attn_flash is prefill without a KV cache (context 0); decode over a cache is attn_decode");
   if (const char* why = attn_flash_shape_unsupported(attn_params_for(p))) return std::string(why);
   const GdnShape& s = p.shape;
-  return device_shortfall(double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()),
+  return device_memory_shortfall(double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()),
                           "q, k, v and o");
 }
 
@@ -150,11 +139,11 @@ std::optional<std::string> attn_decode_unsupported(const Problem& p) {
   const double host_total = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   if (host_total > 0 && host_need > 0.8 * host_total)
     return fmt::format("needs {} of host memory (the float KV cache the reference reads), host has {}",
-                       gib(host_need), gib(host_total));
+                       gib_text(host_need), gib_text(host_total));
   const double e = double(dtype_bytes(p.dtype));
   const double need = e * (2.0 * cache_elems + double(2 * s.qk_elems() + 2 * s.v_elems())) +
                       double(attn_decode_workspace_bytes(decode_params_for(p, decode_splits_for(p))));
-  return device_shortfall(need, "KV cache, q, k, v, o and split partials");
+  return device_memory_shortfall(need, "KV cache, q, k, v, o and split partials");
 }
 
 std::unique_ptr<VariantRun> create_attn_decode(const Problem& p, const HostInputs& in, const RunContext&) {

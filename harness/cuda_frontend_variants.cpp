@@ -40,16 +40,6 @@ std::vector<float> bytes_to_floats(const std::vector<unsigned char>& bytes, DTyp
   return out;
 }
 
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1ull << 30)); }
-
-std::optional<std::string> memory_shortfall(double need, const char* what) {
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need > 0.95 * double(free_bytes))
-    return fmt::format("needs {} ({}), device has {} free", gib(need), what, gib(double(free_bytes)));
-  return std::nullopt;
-}
-
 // Device copies of what every front-end kernel reads: projections, conv weights and biases,
 // a, b, A_log, dt_bias; and o.
 class CudaFrontEndRun : public CudaRunBase {
@@ -239,7 +229,7 @@ std::optional<std::string> unfused_conv_unsupported(const Problem& p) {
   const double need = double(gdn_frontend_unfused_workspace_bytes(s, p.dtype)) +
                       e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
                       e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
-  return memory_shortfall(need, "q, k, v, g, beta and wy_ut's workspace");
+  return device_memory_shortfall(need, "q, k, v, g, beta and wy_ut's workspace");
 }
 
 std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInputs& in, const RunContext&) {
@@ -253,7 +243,7 @@ std::optional<std::string> fused_decode_unsupported(const Problem& p) {
   const double slots = double(decode_pool_slots(s.B) + s.B) / double(s.B);  // pools and initial rows
   const double need = e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
                       slots * (e * double(s.B) * channels * kConvCache + 4.0 * double(s.state_elems()));
-  return memory_shortfall(need, "state and conv cache pools");
+  return device_memory_shortfall(need, "state and conv cache pools");
 }
 
 std::unique_ptr<VariantRun> create_fused_decode(const Problem& p, const HostInputs& in, const RunContext&) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "harness/gpu_runtime.h"
 #include "harness/metrics.h"
 
@@ -54,4 +56,14 @@ std::vector<float> CudaRunBase::download(const DeviceBuffer& buf, int64_t n, DTy
 
 void CudaRunBase::poison(const DeviceBuffer& buf, int64_t n, DType dt) {
   poison_device_buffer(buf.get(), n, dt, stream_);
+}
+
+std::string gib_text(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1ull << 30)); }
+
+std::optional<std::string> device_memory_shortfall(double need_bytes, const char* what) {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need_bytes > 0.95 * double(free_bytes))
+    return fmt::format("needs {} ({}), device has {} free", gib_text(need_bytes), what, gib_text(double(free_bytes)));
+  return std::nullopt;
 }

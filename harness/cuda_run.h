@@ -1,6 +1,8 @@
 // Shared plumbing of GPU runs: a dedicated stream, tracked device allocations (their sum is the
 // run's peak device memory), dtype upload and poison-aware download.
 #pragma once
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "harness/device_buffer.h"
@@ -27,3 +29,9 @@ class CudaRunBase : public VariantRun {
  private:
   int64_t allocated_bytes_ = 0;
 };
+
+// "12.3 GiB": how SKIPPED reasons name sizes.
+std::string gib_text(double bytes);
+// A SKIPPED reason ("needs X GiB (what), device has Y GiB free") when `need_bytes` of device memory
+// would not fit in 95% of what is free now, else nullopt.
+std::optional<std::string> device_memory_shortfall(double need_bytes, const char* what);

@@ -110,8 +110,6 @@ class AttnNaiveRun : public CudaRunBase {
   DeviceBuffer q_, k_, v_, o_, workspace_, cublas_workspace_;
 };
 
-std::string gib(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1ull << 30)); }
-
 }  // namespace
 
 
@@ -136,11 +134,7 @@ std::optional<std::string> gdn_memory_shortfall(const Problem& p, size_t (*works
   const double need = double(workspace_bytes(params_for_sizing(p))) +
                       double(dtype_bytes(p.dtype)) * double(2 * s.qk_elems() + 2 * s.v_elems()) +
                       4.0 * double(2 * s.gate_elems() + 2 * s.state_elems());
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need > 0.95 * double(free_bytes))
-    return fmt::format("needs {} ({}), device has {} free", gib(need), workspace_what, gib(double(free_bytes)));
-  return std::nullopt;
+  return device_memory_shortfall(need, workspace_what);
 }
 }  // namespace
 
@@ -188,11 +182,7 @@ std::optional<std::string> attn_naive_unsupported(const Problem& p) {
   const double e = double(dtype_bytes(p.dtype));
   const double need = double(attn_naive_workspace_bytes(ap)) + double(kCublasWorkspaceBytes) +
                       e * double(2 * s.qk_elems() + 2 * s.v_elems());
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (need > 0.95 * double(free_bytes))
-    return fmt::format("needs {} (T x T scores), device has {} free", gib(need), gib(double(free_bytes)));
-  return std::nullopt;
+  return device_memory_shortfall(need, "T x T scores");
 }
 
 std::unique_ptr<VariantRun> create_attn_naive(const Problem& p, const HostInputs& in, const RunContext&) {
