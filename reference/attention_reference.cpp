@@ -58,30 +58,6 @@ void attend_two_parts(const double* q, const float* kc, const float* vc, int64_t
 }
 }  // namespace
 
-std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, int64_t H,
-                                        int64_t D, int64_t Dv, const double* q, const double* k,
-                                        const double* v, const float* k_cache,
-                                        const float* v_cache, double scale, int threads) {
-  if (scale == 0.0) scale = 1.0 / std::sqrt(double(D));
-  std::vector<double> o(B * T * H * Dv);
-  const int64_t rows = B * H * T;
-  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, rows)));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < n; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t r = w; r < rows; r += n) {
-        const int64_t t = r % T, h = (r / T) % H, b = r / (T * H);
-        const int64_t cached = (b * context * H + h);  // first cached row of (b, h)
-        attend_two_parts(q + ((b * T + t) * H + h) * D, context > 0 ? k_cache + cached * D : nullptr,
-                         context > 0 ? v_cache + cached * Dv : nullptr, context, k + (b * T * H + h) * D,
-                         v + (b * T * H + h) * Dv, t + 1, H, D, Dv, scale,
-                         o.data() + ((b * T + t) * H + h) * Dv);
-      }
-    });
-  for (auto& th : pool) th.join();
-  return o;
-}
-
 std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t context, int64_t H,
                                              int64_t D, int64_t Dv, const double* q,
                                              const double* k, const double* v,
@@ -114,6 +90,15 @@ std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t conte
     });
   for (auto& th : pool) th.join();
   return o;
+}
+
+std::vector<double> attention_cache_ref(int64_t B, int64_t T, int64_t context, int64_t H,
+                                        int64_t D, int64_t Dv, const double* q, const double* k,
+                                        const double* v, const float* k_cache,
+                                        const float* v_cache, double scale, int threads) {
+  std::vector<int64_t> every_row(T);
+  for (int64_t t = 0; t < T; ++t) every_row[t] = t;
+  return attention_cache_rows_ref(B, T, context, H, D, Dv, q, k, v, k_cache, v_cache, scale, every_row, threads);
 }
 
 std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, int64_t Dv,
