@@ -156,3 +156,24 @@ TEST_CASE("the gate's growth line overflows fp16 and both CPU variants pass it",
     CHECK(r.ht.ref_overflow == 0);                       // the float32 state stays finite
   }
 }
+
+TEST_CASE("wy_ut fp16 skips a growing state, which its fp16 split operands cannot hold", "[harness][overflow]") {
+  const VariantInfo* wy = find_variant("wy_ut");
+  if (!wy) {
+    WARN("skipped: this build has no CUDA variants");
+    return;
+  }
+  Problem p;
+  p.shape = GdnShape{1, 300, 2, 2, 64, 64};
+  p.dtype = DType::f16;
+  p.k_norm = 2.0;
+  p.beta_dist = BetaDist::one;
+  const auto why = wy->unsupported(p);
+  REQUIRE(why.has_value());
+  CHECK_THAT(*why, Catch::Contains("fp16") && Catch::Contains("bf16"));
+  p.k_norm = 1.0;  // a unit k cannot expand the state: not refused for this reason
+  p.shape.K = 100;  // (refused for its head size instead, before any device query)
+  const auto other = wy->unsupported(p);
+  REQUIRE(other.has_value());
+  CHECK_THAT(*other, !Catch::Contains("growing state"));
+}
