@@ -12,7 +12,7 @@
 namespace {
 
 const std::vector<std::string>& key_columns() {
-  static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "context", "H", "HV", "K", "V",
+  static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "context", "H", "HV", "K", "V", "frontend",
                                                  "chunk", "gate", "delta", "h0", "gate_dist",
                                                  "beta_dist", "distributions", "scale", "seed"};
   return names;

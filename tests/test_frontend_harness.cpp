@@ -11,6 +11,7 @@
 #include "harness/frontend_inputs.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
+#include "harness/resume.h"
 #include "harness/runner.h"
 #include "kernels/frontend.h"
 #include "reference/frontend_reference.h"
@@ -343,3 +344,15 @@ TEST_CASE("decode slots: distinct, inside a larger pool, a function of the seed"
   }
 }
 #endif
+
+TEST_CASE("resume tells a front-end problem from the plain one of the same shape", "[harness][frontend][resume]") {
+  const VariantInfo* v = find_variant("cpu_recurrent");
+  REQUIRE(v != nullptr);
+  Problem plain;
+  plain.shape = GdnShape{1, 64, 2, 2, 64, 64};
+  plain.dtype = DType::bf16;
+  plain.seed = 7;
+  Problem fe = plain;
+  fe.frontend = true;
+  CHECK(resume_case_key(Case{plain, v, true}) != resume_case_key(Case{fe, v, true}));
+}
