@@ -399,8 +399,8 @@ TEST_CASE("SIGINT stops a run between cases: exit 130 and a valid CSV of the fin
   const std::string cmd = std::string("cd '") + GDNBENCH_SOURCE_DIR + "' && ('" + GDNBENCH_BINARY +
                           "' run --variants cpu_recurrent --T 64 --K 16 --V 16 --B 1,2,3,4,5,6,7,8 "
                           "--H 1,2,3,4,5,6,7,8 --min-samples 50 --cv-target 0 --max-seconds 0.05 "
-                          "--no-progress --out '" + csv + "' >/dev/null 2>&1 & pid=$!; sleep 1; "
-                          "kill -INT $pid; wait $pid; exit $?)";
+                          "--no-progress --out '" + csv + "' >/dev/null 2>&1 & pid=$!; " +
+                          testutil::wait_for_csv_rows_shell(csv) + "kill -INT $pid; wait $pid; exit $?)";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 130);
@@ -512,7 +512,8 @@ TEST_CASE("the binary: an interrupted run, resumed, holds every case exactly onc
                            "--min-samples 50 --cv-target 0 --max-seconds 0.05 --no-progress --out '" +
                            csv_path + "'";
   const std::string cmd = std::string("cd '") + GDNBENCH_SOURCE_DIR + "' && ('" + GDNBENCH_BINARY + "' " +
-                          args + " >/dev/null 2>&1 & pid=$!; sleep 0.7; kill -INT $pid; wait $pid; exit $?)";
+                          args + " >/dev/null 2>&1 & pid=$!; " + testutil::wait_for_csv_rows_shell(csv_path) +
+                          "kill -INT $pid; wait $pid; exit $?)";
   const int status = std::system(cmd.c_str());
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 130);

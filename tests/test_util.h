@@ -25,6 +25,14 @@ inline uint64_t fresh_seed() {
   return (uint64_t(rd()) << 32) ^ uint64_t(rd());
 }
 
+// Shell that waits (up to 60 s) until the CSV at `path` holds its header and one finished case,
+// so a test interrupts a background run after real progress, not after a guessed sleep that a
+// loaded machine may not honour.
+inline std::string wait_for_csv_rows_shell(const std::string& path) {
+  return "for i in $(seq 1200); do [ -f '" + path + "' ] && [ $(wc -l < '" + path +
+         "') -ge 2 ] && break; sleep 0.05; done; ";
+}
+
 // ||x - ref|| / ||ref|| (||x - ref|| when ref is all zero).
 template <typename A, typename B>
 double rel_l2(const std::vector<A>& x, const std::vector<B>& ref) {
