@@ -128,6 +128,26 @@ __device__ __forceinline__ void ldb_split(uint32_t hi[2], uint32_t lo[2], const 
   split2<T>(p[(t + 8) * ld + g], p[(t + 9) * ld + g], hi[1], lo[1]);
 }
 
+// acc = X Y^T on the 16 rows of warp `warp` and column blocks 0..warp only: the lower block
+// triangle of a C x C product (K K^T for A, Q K^T for P). X and Y are C x K 16-bit tiles in shared
+// memory with rows `ld` elements apart; acc[nt] holds columns 8 nt .. 8 nt + 7.
+template <typename T>
+__device__ __forceinline__ void lower_block_product(float acc[8][4], const T* x_s, const T* y_s, int ld, int K,
+                                                    int warp) {
+  for (int ks = 0; ks < K / 16; ++ks) {
+    uint32_t a[4];
+    ldsm_a(a, x_s + 16 * warp * ld + 16 * ks, ld);
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      if (np > warp) break;
+      uint32_t bb[2][2];
+      ldsm_b2(bb, y_s + 16 * np * ld + 16 * ks, ld);
+      Mma<T>::run(acc[2 * np], a, bb[0]);
+      Mma<T>::run(acc[2 * np + 1], a, bb[1]);
+    }
+  }
+}
+
 // Rows [0, L) of a [rows, cols] 16-bit tensor with row stride `stride` (elements) into shared
 // rows of `ld` elements; rows [L, C) are zero. cols is a multiple of 8 (16-byte vectors).
 template <typename T>
@@ -197,20 +217,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnPa
   // A = strictly_lower(diag(beta) K K^T .* D). Row block w needs column blocks 0..w only.
   {
     float acc[8][4] = {};
-    if (p.use_delta) {
-      for (int ks = 0; ks < K / 16; ++ks) {
-        uint32_t a[4];
-        ldsm_a(a, k_s + 16 * warp * ldk + 16 * ks, ldk);
-#pragma unroll
-        for (int np = 0; np < 4; ++np) {
-          if (np > warp) break;
-          uint32_t bb[2][2];
-          ldsm_b2(bb, k_s + 16 * np * ldk + 16 * ks, ldk);
-          Mma<T>::run(acc[2 * np], a, bb[0]);
-          Mma<T>::run(acc[2 * np + 1], a, bb[1]);
-        }
-      }
-    }
+    if (p.use_delta) lower_block_product<T>(acc, k_s, k_s, ldk, K, warp);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -563,18 +570,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnPar
   // P = (Q K^T) .* D .* causal (diagonal included): exact operands, float32 result.
   {
     float acc[8][4] = {};
-    for (int ks = 0; ks < K / 16; ++ks) {
-      uint32_t a[4];
-      ldsm_a(a, q_s + 16 * warp * ldk + 16 * ks, ldk);
-#pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        if (np > warp) break;
-        uint32_t bb[2][2];
-        ldsm_b2(bb, k_s + 16 * np * ldk + 16 * ks, ldk);
-        Mma<T>::run(acc[2 * np], a, bb[0]);
-        Mma<T>::run(acc[2 * np + 1], a, bb[1]);
-      }
-    }
+    lower_block_product<T>(acc, q_s, k_s, ldk, K, warp);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
