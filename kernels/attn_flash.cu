@@ -81,16 +81,6 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t addr) {
                : "memory");
 }
 
-// 16 bytes global -> shared, asynchronously; valid == false writes 16 zero bytes (src-size 0).
-__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
 __device__ __forceinline__ float fast_exp2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -113,7 +103,7 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const T* src, int64_t st
 #pragma unroll
   for (int i = 0; i < kRows / kRowsPerPass; ++i) {
     const bool ok = r0 + i * kRowsPerPass < valid;
-    cp_async_16(d + uint32_t(i * kRowsPerPass * D * 2), ok ? p : src, ok);
+    tc::cp_async16(d + uint32_t(i * kRowsPerPass * D * 2), ok ? p : src, ok);
     p += kRowsPerPass * stride;
   }
 }
@@ -154,7 +144,7 @@ attn_flash_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __r
   };
   load_tile<T, D, kBlockM, Cfg::kThreads>(aQ, q + head0 + m0 * stride, stride, q_valid);
   load_kv(n_tiles - 1, 0);
-  cp_async_commit();
+  tc::cp_async_commit();
 
   // Per-lane ldmatrix offsets (chunk pair 0; chunk_pair moves to pair kk). Q, A operand: matrices
   // (rows 0-7 | 8-15) x (chunk lo | hi). K, B operand of S: (keys 0-7, lo), (0-7, hi), (8-15, lo),
@@ -185,10 +175,10 @@ attn_flash_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __r
     const int n = n_tiles - 1 - it, stage = it & 1;
     if (it + 1 < n_tiles) {
       load_kv(n - 1, stage ^ 1);  // that stage was released by the barrier ending iteration it-1
-      cp_async_commit();
-      cp_async_wait<1>();
+      tc::cp_async_commit();
+      tc::cp_async_wait<1>();
     } else {
-      cp_async_wait<0>();
+      tc::cp_async_wait<0>();
     }
     __syncthreads();
 

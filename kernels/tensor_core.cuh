@@ -1,5 +1,5 @@
 // Warp-level tensor-core primitives for sm_80 and later: mma.sync m16n8k16 (bf16/fp16 operands,
-// float32 accumulation) and ldmatrix. Only the PTX lives here; fragment index math stays with the
+// float32 accumulation), ldmatrix, and the cp.async copies that feed their shared tiles. Only the PTX lives here; fragment index math stays with the
 // kernels. Fragments (PTX ISA, "Matrix Fragments for mma.m16n8k16"), g = lane / 4, t = 2 (lane % 4):
 //   A 16x16 row-major, 4 registers: a0 (g, t..t+1), a1 (g+8, t..), a2 (g, t+8..), a3 (g+8, t+8..)
 //   B 16x8, 2 registers:             b0 (k = t..t+1, n = g), b1 (k = t+8..t+9, n = g)
@@ -69,5 +69,20 @@ __device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const void* p) {
                : "r"(uint32_t(__cvta_generic_to_shared(p)))
                : "memory");
 }
+
+// 16 bytes global -> shared without a register round trip; valid == false zero-fills the 16 bytes
+// and reads nothing (src-size 0), so `src` need only be some valid address.
+__device__ __forceinline__ void cp_async16(uint32_t smem_addr, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  cp_async16(uint32_t(__cvta_generic_to_shared(dst)), src, valid);
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits for this thread's copies until at most N groups are pending; a barrier must follow
+// before other threads read what they copied.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
 }  // namespace tc

@@ -53,6 +53,9 @@
 
 namespace {
 
+using tc::cp_async16;
+using tc::cp_async_commit;
+using tc::cp_async_wait;
 using tc::ldsm_x4;
 using tc::ldsm_x4_trans;
 using tc::Mma;
@@ -331,16 +334,6 @@ struct StateLayout {
   static constexpr int kBytes = kStages * kStage + 2 * kSPlane + 2 * kUPlane;
 };
 
-// 16 bytes global -> shared without a register round trip; valid = false zero-fills and reads
-// nothing.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uint32_t(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
 template <typename T, int kK>
 __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   using Lay = StateLayout<kK>;
@@ -418,7 +411,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
       __syncthreads();  // every read of the previous chunk's tiles is done
       issue_copies(n, 0);
     }
-    cp_async_wait_all();
+    cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles are visible; the previous step's reads are done
     if (Lay::kStages == 2 && n + 1 < N) issue_copies(n + 1, buf ^ 1);
     const T* k_s = k_tile(buf);
