@@ -4,16 +4,23 @@
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
-// Three kernels (version 1: one per stage, so each stage is checked against the float64
-// reference's intermediates; nothing fused yet):
+// Versions: 1 three kernels, one per stage, loads then compute; 2 the scan prefetches the next
+// chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo planes; 3 (this)
+// the output stage runs inside the scan for K <= 128, so the entering states and U never leave the
+// SM (two kernels); K = 256 keeps the three kernels of version 2.
 //   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
 //     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
 //     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
 //   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
-//     float32 mma accumulators; per chunk it is saved (workspace, for stage 3), U = U0 - W S and
-//     S = exp(gamma_last) S + K^T (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end.
-//   3 output, grid (N, HV, B): P = (Q K^T) .* D .* causal once, then per 32 value columns
-//     O = scale (exp(gamma) .* (Q S0) + P U).
+//     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
+//     (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end. Unfused (K = 256) it saves the
+//     entering state and U to the workspace for stage 3.
+//   2+3 fused (K <= 128): the same step also builds P = (Q K^T) .* D .* causal of its 16 rows per
+//     warp in registers (C fragments of two 16x8 tiles are the A fragment of one 16x16 tile) and
+//     writes o = scale (exp(gamma) .* (Q S0) + P U) from the shared planes of S0 and U.
+//   3 output (K = 256), grid (N, HV, B): P once, then per 32 value columns the o above, S0 and U
+//     read back from the workspace. Both paths share the P and o helpers and the product order, so
+//     they give the same o bit for bit (the stage test checks it).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
 // Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
@@ -28,19 +35,26 @@
 // exp is only ever taken of gamma_i - gamma_j with j <= i < L (or of gamma itself), never of a
 // positive difference, so strong decay underflows to 0 and never makes inf * 0. Rows past the end
 // of a tail chunk keep gamma = 0 (the reference's layout), so they are masked, not exponentiated.
-// Budget (128 threads = 4 warps per block everywhere; dynamic shared memory, raised past 48 KiB):
+// Budget (128 threads = 4 warps per block everywhere; dynamic shared memory, raised past 48 KiB;
+// the scan's grid is V/32 x HV x B blocks, one per SM, so its registers cost no occupancy):
 //   prepare: k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) + A, Tm
 //     64 x 68 x 4 B = 17 KiB each + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
 //     = 104 KiB at K = V = 256. Registers: 8 accumulator tiles (32) + split Tm fragments (32);
 //     ptxas: 80.
-//   states: k tile 64 x (K+8) x 2 B = 33 KiB + S slice K x 36 x 4 B = 36 KiB + U slice
-//     64 x 36 x 4 B = 9 KiB = 78 KiB at K = 256 (45 KiB at 128). Registers: the state, K x 32 /
-//     128 threads = 64 floats at K = 256, + U accumulators 2 x 16; ptxas: 96 / 128 / 168 at
-//     K = 64 / 128 / 256.
+//   states, one stage: k 64 x (K+8) x 2 B (17 KiB at 128) + W 64 x (K+8) x 4 B (34 KiB) + U0
+//     64 x 36 x 4 B (9 KiB) + gamma 256 B, (fused) + q 17 KiB; planes (K+64) x 40 x 2 B x 2 for
+//     S0 and exp(gL - gamma) .* U (30 KiB at 128), (fused) + 64 x 40 x 2 B x 2 for U (10 KiB).
+//     Unfused: 2 stages + planes = 150.5 KiB at K = 128, 1 stage + planes = 158.3 KiB at 256.
+//     Fused: 2 x 77.25 + 40 = 194.5 KiB at K = 128, 120.5 KiB at 64 (227 KiB available).
+//     Registers: state K x 32 / 128 threads (32 floats at K = 128) + U 16 + W S partial sums 32;
+//     fused + P hi/lo fragments 32 (held from the start of the step to P U) + o 16. ptxas (bf16 /
+//     fp16): unfused 166 / 168, 162 / 164, 232 / 233 at K = 64, 128, 256; fused 230 / 221 at 64,
+//     245 / 243 at 128.
 //   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
 //     K = 256. Registers: 8 accumulator tiles while P is built, 4 afterwards; ptxas: 71.
-//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B, i.e.
-//   ~2 KiB per token and value head at K = V = 128 (mostly the saved chunk states).
+//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V) x 4 B, + B HV N K V x 4 B
+//   of chunk states at K = 256 only: ~1 KiB per token and value head at K = V = 128 (W and U;
+//   version 2: ~2 KiB with the states).
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
 // float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
 // column g) hit 32 distinct banks.
@@ -306,22 +320,111 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnPa
 }
 
 // ---------------------------------------------------------------------------------------------
+// Helpers of the output math, shared by the output kernel and the fused scan so that both paths
+// compute o with the same products in the same order (bit for bit the same o).
+
+// P = (Q K^T) .* D .* causal (diagonal included) for the rows [16 warp, 16 warp + 16) of a chunk,
+// q and k tiles with rows of `ld` elements: exact operands, float32 result in the C fragments of
+// eight 16x8 column tiles. Column tiles past the warp's diagonal block are zero. Rows past the end
+// (i >= L, gamma 0) are zero, so exp is only taken of gamma_i - gamma_j with j <= i < L.
+template <typename T>
+__device__ __forceinline__ void causal_qk(float acc[8][4], const T* q_s, const T* k_s, int ld, int K,
+                                          const float* gamma_s, int L) {
+  const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) acc[nt][e] = 0.0f;
+  for (int ks = 0; ks < K / 16; ++ks) {
+    uint32_t a[4];
+    ldsm_a(a, q_s + 16 * warp * ld + 16 * ks, ld);
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      if (np > warp) break;
+      uint32_t bb[2][2];
+      ldsm_b2(bb, k_s + 16 * np * ld + 16 * ks, ld);
+      Mma<T>::run(acc[2 * np], a, bb[0]);
+      Mma<T>::run(acc[2 * np + 1], a, bb[1]);
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
+      acc[nt][e] = j <= i && i < L ? acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
+    }
+}
+
+// The C fragments of two adjacent 16x8 tiles (2ks, 2ks + 1) are, register for register, the A
+// fragment of the 16x16 tile ks (tensor_core.cuh: a0 = c0 c1 of tile 2ks at (g, t..t+1), a1 = its
+// c2 c3 at (g+8, t..), a2 = c0 c1 of tile 2ks+1 at (g, t+8..), a3 = its c2 c3 at (g+8, t+8..)), so
+// a float32 result becomes a split A operand without a trip through shared memory.
+template <typename T>
+__device__ __forceinline__ void c_to_a_split(const float acc[8][4], uint32_t hi[4][4], uint32_t lo[4][4]) {
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float* c = acc[2 * ks + (i >> 1)] + 2 * (i & 1);
+      split2<T>(c[0], c[1], hi[ks][i], lo[ks][i]);
+    }
+}
+
+// Rows [16 warp, 16 warp + 16) of a 16 x 32 accumulator block times exp(gamma) of each row.
+__device__ __forceinline__ void scale_rows(float acc[4][4], float row_lo, float row_hi) {
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    acc[nt][0] *= row_lo;
+    acc[nt][1] *= row_lo;
+    acc[nt][2] *= row_hi;
+    acc[nt][3] *= row_hi;
+  }
+}
+
+// o rows [16 warp, 16 warp + 16) of a chunk (those < L), 32 value columns: scale acc, rounded once
+// to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
+template <typename T>
+__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[4][4], int L) {
+  const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int i = 16 * warp + g + 8 * hh;
+    if (i >= L) continue;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+      *reinterpret_cast<uint32_t*>(o0 + i * ld + 8 * nt + t) =
+          Mma<T>::pack(scale * acc[nt][2 * hh], scale * acc[nt][2 * hh + 1]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Stage 2: the state of one (b, hv) and 32 value columns, carried through the chunks in order.
 // Warp w owns state rows [w K/4, (w+1) K/4) (kMT m-tiles of 16 x 32) and U rows [16w, 16w + 16).
 // Only the products depend on the previous chunk, so the next chunk's k, W, U0 and gamma are
 // copied into the other half of a double buffer (cp.async) while this chunk is computed; the
 // sequential chain is then shared-memory and tensor-core work only. At K = 256 two buffers do not
 // fit, and the copy is issued at the top of the step instead (no overlap).
-template <int kK>
+// kFuse (K <= 128): stage 3 runs inside the step. The q tile travels in the same stage; P (rows of
+// warp w) is built in registers as soon as the tiles land; the entering state's planes (already
+// there for W S) give Q S0, and U's own hi/lo planes (beside the decayed ones the update reads)
+// give P U, so neither the entering state nor U has to leave the SM. The three barriers per step
+// are those of the unfused scan: P U reads other warps' U rows only after the barrier that
+// publishes them, and the planes are rewritten only after the next step's first barrier.
+template <int kK, bool kFuse>
 struct StateLayout {
+  static_assert(!kFuse || kK <= 128, "the fused step does not fit K = 256");
   static constexpr int kStages = kK == 256 ? 1 : 2;
-  static constexpr int kLdk = kK + 8;    // 16-bit k rows
+  static constexpr int kLdk = kK + 8;    // 16-bit k and q rows
   static constexpr int kLdw = kK + 8;    // float32 W rows (8 floats apart mod 32 banks)
   static constexpr int kLdp = kBV + 8;   // 16-bit hi/lo planes of S and U: 80-byte rows
   static constexpr int kK16 = kC * kLdk * 2, kW = kC * kLdw * 4, kU0 = kC * kLdBV * 4, kG = kC * 4;
-  static constexpr int kStage = kK16 + kW + kU0 + kG;
+  // One stage: k, W, U0, gamma, then q (fused only); every part a multiple of 16 bytes.
+  static constexpr int kOffW = kK16, kOffU0 = kOffW + kW, kOffG = kOffU0 + kU0, kOffQ = kOffG + kG;
+  static constexpr int kStage = kOffQ + (kFuse ? kK16 : 0);
   static constexpr int kSPlane = kK * kLdp * 2, kUPlane = kC * kLdp * 2;
-  static constexpr int kBytes = kStages * kStage + 2 * kSPlane + 2 * kUPlane;
+  static constexpr int kBytes = kStages * kStage + 2 * kSPlane + (kFuse ? 4 : 2) * kUPlane;
+  static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
 // 16 bytes global -> shared without a register round trip; valid = false zero-fills and reads
@@ -334,9 +437,9 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
-template <typename T, int kK>
+template <typename T, int kK, bool kFuse>
 __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
-  using Lay = StateLayout<kK>;
+  using Lay = StateLayout<kK, kFuse>;
   constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* planes = smem + Lay::kStages * Lay::kStage;
@@ -344,30 +447,36 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
   T* S_lo = S_hi + kK * kLdp;
   T* U_hi = S_lo + kK * kLdp;              // [C][kLdp] exp(gL - gamma) .* U, split
   T* U_lo = U_hi + kC * kLdp;
+  T* R_hi = U_lo + kC * kLdp;              // [C][kLdp] U itself, split (fused only)
+  T* R_lo = R_hi + kC * kLdp;
 
   const GdnShape s = p.shape;
   const int64_t V = s.V, v0 = int64_t(blockIdx.x) * kBV, hv = blockIdx.y, b = blockIdx.z;
   const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv, N = ws.num_chunks;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
   const int row0 = warp * (kK / 4);
+  // The fused scan hands U and the entering states to the workspace only when a test asks.
+  const bool save_U = !kFuse || ws.save_U;
 
-  // The tiles of chunk n in buffer `buf`: k rows (zero past the end), W, U0 and gamma (the
+  // The tiles of chunk n in buffer `buf`: k (and q) rows, zero past the end; W, U0 and gamma (the
   // workspace pads every chunk to 64 rows with zeros).
   auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage); };
-  auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16); };
-  auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16 + Lay::kW); };
-  auto g_tile = [&](int buf) {
-    return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kK16 + Lay::kW + Lay::kU0);
-  };
+  auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffW); };
+  auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffU0); };
+  auto g_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG); };
+  auto q_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage + Lay::kOffQ); };
   auto issue_copies = [&](int64_t n, int buf) {
     const int64_t t0 = n * kC, chunk = head * N + n;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    const T* k_src = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
-    T* k_dst = k_tile(buf);
-    for (int x = tid; x < kC * (kK / 8); x += kThreads) {
-      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
-      cp_async16(k_dst + r * kLdk + c, r < L ? k_src + r * s.H * kK + c : k_src, r < L);
-    }
+    const int64_t qk0 = ((b * s.T + t0) * s.H + h) * kK;
+    auto copy_rows16 = [&](T* dst, const T* src) {  // rows past the end: zero-filled, not read
+      for (int x = tid; x < kC * (kK / 8); x += kThreads) {
+        const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
+        cp_async16(dst + r * kLdk + c, r < L ? src + r * s.H * kK + c : src, r < L);
+      }
+    };
+    copy_rows16(k_tile(buf), static_cast<const T*>(p.k) + qk0);
+    if (kFuse) copy_rows16(q_tile(buf), static_cast<const T*>(p.q) + qk0);
     if (p.use_delta) {
       const float* w_src = ws.W + chunk * kC * kK;
       float* w_dst = w_tile(buf);
@@ -415,12 +524,23 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
     __syncthreads();  // chunk n's tiles are visible; the previous step's reads are done
     if (Lay::kStages == 2 && n + 1 < N) issue_copies(n + 1, buf ^ 1);
     const T* k_s = k_tile(buf);
+    const T* q_s = q_tile(buf);  // fused only
     const float* W_s = w_tile(buf);
     const float* U0_s = u_tile(buf);
     const float* gamma_s = g_tile(buf);
 
-    {  // the entering state: split into the B operand planes of W S, and to the workspace (stage 3)
-      float* st = ws.states + chunk * kK * V + v0;
+    // Fused: P of this warp's rows, split into A fragments (16 registers each for hi and lo). It
+    // needs only this chunk's tiles, so it is off the state's dependent chain.
+    uint32_t p_hi[4][4], p_lo[4][4];
+    if constexpr (kFuse) {
+      float acc[8][4];
+      causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
+      c_to_a_split<T>(acc, p_hi, p_lo);
+    }
+
+    {  // the entering state: split into the B operand planes of W S (and Q S0); to the workspace
+       // for stage 3 (unfused) or for a test (fused, when ws.states is set)
+      float* st = ws.states ? ws.states + chunk * kK * V + v0 : nullptr;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -433,7 +553,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
             split2<T>(x.x, x.y, hi, lo);
             *reinterpret_cast<uint32_t*>(S_hi + r * kLdp + c) = hi;
             *reinterpret_cast<uint32_t*>(S_lo + r * kLdp + c) = lo;
-            *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
+            if (st) *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
           }
     }
     __syncthreads();
@@ -483,11 +603,17 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt) {
         const int c = 8 * nt + t;
-        *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u[nt][2 * hh], u[nt][2 * hh + 1]);
+        const float u0 = u[nt][2 * hh], u1 = u[nt][2 * hh + 1];
+        if (save_U) *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u0, u1);
         uint32_t hi, lo;
-        split2<T>(d * u[nt][2 * hh], d * u[nt][2 * hh + 1], hi, lo);
+        split2<T>(d * u0, d * u1, hi, lo);
         *reinterpret_cast<uint32_t*>(U_hi + r * kLdp + c) = hi;
         *reinterpret_cast<uint32_t*>(U_lo + r * kLdp + c) = lo;
+        if (kFuse) {
+          split2<T>(u0, u1, hi, lo);
+          *reinterpret_cast<uint32_t*>(R_hi + r * kLdp + c) = hi;
+          *reinterpret_cast<uint32_t*>(R_lo + r * kLdp + c) = lo;
+        }
       }
     }
     __syncthreads();
@@ -519,6 +645,48 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
         }
       }
     }
+
+    // Fused: o = scale (exp(gamma) .* (Q S0) + P U) for this warp's rows, the products and their
+    // order those of the output kernel (lo before hi, Q S0 before P U): Q exact and S0 split from
+    // the entering state's planes (two products), P and U both split (three). P is zero past the
+    // warp's diagonal block, so U rows [0, 16w + 16) suffice: all published by the barrier above.
+    if constexpr (kFuse) {
+      float acc[4][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < kK / 16; ++ks) {
+        uint32_t a[4];
+        ldsm_a(a, q_s + 16 * warp * kLdk + 16 * ks, kLdk);
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          uint32_t bh[2][2], bl[2][2];
+          ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
+          ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            Mma<T>::run(acc[2 * np + j], a, bl[j]);
+            Mma<T>::run(acc[2 * np + j], a, bh[j]);
+          }
+        }
+      }
+      scale_rows(acc, expf(gamma_s[16 * warp + g]), expf(gamma_s[16 * warp + g + 8]));
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks > warp) break;
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          uint32_t bh[2][2], bl[2][2];
+          ldsm_b2_trans(bh, R_hi + 16 * ks * kLdp + 16 * np, kLdp);
+          ldsm_b2_trans(bl, R_lo + 16 * ks * kLdp + 16 * np, kLdp);
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            Mma<T>::run(acc[2 * np + j], p_lo[ks], bh[j]);
+            Mma<T>::run(acc[2 * np + j], p_hi[ks], bl[j]);
+            Mma<T>::run(acc[2 * np + j], p_hi[ks], bh[j]);
+          }
+        }
+      }
+      store_o<T>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + v0, s.HV * V, p.scale, acc, L);
+    }
   }
 
   if (p.hT) {
@@ -536,7 +704,8 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stage 3: o for one (b, hv, chunk), 32 value columns at a time. Warp w owns rows [16w, 16w + 16).
+// Stage 3 (K = 256; K <= 128 fuses it into the scan): o for one (b, hv, chunk), 32 value columns
+// at a time. Warp w owns rows [16w, 16w + 16).
 template <typename T>
 __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   extern __shared__ __align__(16) unsigned char smem[];
@@ -560,31 +729,18 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnPar
   if (tid < kC) gamma_s[tid] = ws.gamma[chunk * kC + tid];
   __syncthreads();
 
-  // P = (Q K^T) .* D .* causal (diagonal included): exact operands, float32 result.
+  // P = (Q K^T) .* D .* causal, once for every value slice.
   {
-    float acc[8][4] = {};
-    for (int ks = 0; ks < K / 16; ++ks) {
-      uint32_t a[4];
-      ldsm_a(a, q_s + 16 * warp * ldk + 16 * ks, ldk);
-#pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        if (np > warp) break;
-        uint32_t bb[2][2];
-        ldsm_b2(bb, k_s + 16 * np * ldk + 16 * ks, ldk);
-        Mma<T>::run(acc[2 * np], a, bb[0]);
-        Mma<T>::run(acc[2 * np + 1], a, bb[1]);
-      }
-    }
+    float acc[8][4];
+    causal_qk<T>(acc, q_s, k_s, ldk, K, gamma_s, L);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
-        P_s[i * kLdCC + j] = j <= i && i < L ? acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
-      }
+      for (int hh = 0; hh < 2; ++hh)
+        *reinterpret_cast<float2*>(P_s + (16 * warp + g + 8 * hh) * kLdCC + 8 * nt + t) =
+            make_float2(acc[nt][2 * hh], acc[nt][2 * hh + 1]);
   }
   const float decay_lo = expf(gamma_s[16 * warp + g]), decay_hi = expf(gamma_s[16 * warp + g + 8]);
-  T* o = static_cast<T*>(p.o);
 
   for (int64_t c0 = 0; c0 < V; c0 += kBV) {
     __syncthreads();  // P is built / the previous slice is consumed
@@ -613,13 +769,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnPar
         Mma<T>::run(acc[nt], a, bh);
       }
     }
-#pragma unroll
-    for (int nt = 0; nt < 4; ++nt) {
-      acc[nt][0] *= decay_lo;
-      acc[nt][1] *= decay_lo;
-      acc[nt][2] *= decay_hi;
-      acc[nt][3] *= decay_hi;
-    }
+    scale_rows(acc, decay_lo, decay_hi);
     // + P U: both float32, three products. P is zero past the diagonal block.
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
@@ -635,16 +785,7 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnPar
         Mma<T>::run(acc[nt], ah, bh);
       }
     }
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int i = 16 * warp + g + 8 * hh;
-      if (i >= L) continue;
-      T* orow = o + ((b * s.T + t0 + i) * s.HV + hv) * V + c0;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        *reinterpret_cast<uint32_t*>(orow + 8 * nt + t) =
-            Mma<T>::pack(p.scale * acc[nt][2 * hh], p.scale * acc[nt][2 * hh + 1]);
-    }
+    store_o<T>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
   }
 }
 
@@ -671,21 +812,24 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
   return cudaGetLastError();
 }
 
-template <typename T, int kK>
+template <typename T, int kK, bool kFuse>
 cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  const int bytes = StateLayout<kK>::kBytes;
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK>, bytes)) return e;
+  const int bytes = StateLayout<kK, kFuse>::kBytes;
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK, kFuse>, bytes)) return e;
   const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_state_kernel<T, kK><<<grid, kThreads, bytes, stream>>>(p, ws);
+  gdn_wy_ut_state_kernel<T, kK, kFuse><<<grid, kThreads, bytes, stream>>>(p, ws);
   return cudaGetLastError();
 }
 
-template <typename T>
+// kFuse: the scan with the output inside (K <= 128 only).
+template <typename T, bool kFuse>
 cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
   switch (p.shape.K) {
-    case 64: return states_for_k<T, 64>(p, ws, stream);
-    case 128: return states_for_k<T, 128>(p, ws, stream);
-    case 256: return states_for_k<T, 256>(p, ws, stream);
+    case 64: return states_for_k<T, 64, kFuse>(p, ws, stream);
+    case 128: return states_for_k<T, 128, kFuse>(p, ws, stream);
+    case 256:
+      if constexpr (!kFuse) return states_for_k<T, 256, false>(p, ws, stream);
+      break;
   }
   return cudaErrorInvalidValue;
 }
@@ -699,8 +843,10 @@ cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
   return cudaGetLastError();
 }
 
-bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
-  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta);
+// need_states: the stage reads or must write the entering states (the unfused scan, output).
+bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws, bool need_states) {
+  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && (ws.states || !need_states) &&
+         (ws.W || !p.use_delta);
 }
 
 }  // namespace
@@ -725,11 +871,15 @@ const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   return nullptr;
 }
 
+bool gdn_wy_ut_fuses_output(const GdnParams& p) { return p.shape.K <= 128; }
+
+// Parts in order: gamma, W, U, then the entering states where the launcher runs three kernels.
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
+  const size_t states = gdn_wy_ut_fuses_output(p) ? 0 : align256(chunks * size_t(s.K * s.V) * 4);
   return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
-         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4);
+         align256(chunks * kC * size_t(s.V) * 4) + states;
 }
 
 GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
@@ -744,32 +894,40 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   base += align256(chunks * kC * size_t(s.K) * 4);
   ws.U = reinterpret_cast<float*>(base);
   base += align256(chunks * kC * size_t(s.V) * 4);
-  ws.states = reinterpret_cast<float*>(base);
+  if (!gdn_wy_ut_fuses_output(p)) ws.states = reinterpret_cast<float*>(base);
   return ws;
 }
 
 int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, false)) return int(cudaErrorInvalidValue);
   return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream)
                                     : prepare_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : states_for_type<__half>(p, ws, stream));
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, true)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16, false>(p, ws, stream)
+                                    : states_for_type<__half, false>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, true)) return int(cudaErrorInvalidValue);
   return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream)
                                     : output_for_type<__half>(p, ws, stream));
+}
+
+int launch_gdn_wy_ut_states_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !gdn_wy_ut_fuses_output(p) || !workspace_ok(p, ws, false))
+    return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16, true>(p, ws, stream)
+                                    : states_for_type<__half, true>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_wy_ut_unsupported(p) || !workspace) return int(cudaErrorInvalidValue);
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, workspace);
   if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;
+  if (gdn_wy_ut_fuses_output(p)) return launch_gdn_wy_ut_states_output(p, ws, stream);
   if (const int e = launch_gdn_wy_ut_states(p, ws, stream)) return e;
   return launch_gdn_wy_ut_output(p, ws, stream);
 }
