@@ -55,6 +55,21 @@
 //   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V) x 4 B, + B HV N K V x 4 B
 //   of chunk states at K = 256 only: ~1 KiB per token and value head at K = V = 128 (W and U;
 //   version 2: ~2 KiB with the states).
+// fused_conv (kFe, K <= 128; declared in kernels/frontend.h): the same two kernels with the front
+// end (kernels/frontend.cuh) in their prologues, so q, k, v, g, beta never reach global memory.
+// prepare stages the raw k rows of tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) in the
+// A/Tm tiles, builds the k tile (conv, SiLU, L2 norm), then the same for v (no norm), and g, beta
+// from a, b; its last-chunk blocks write the final conv caches (v per value head, q and k by the
+// first value head of each group only). The scan keeps W, U0, gamma double-buffered and stages the
+// raw q and k rows of the next chunk in one buffer, issued right after the barrier that follows
+// this chunk's front end (so the copy still overlaps the products); at the top of each step it
+// builds the q and k tiles, and P moves behind the planes' barrier, so no barrier is added. Every
+// tile equals the front-end kernel's output bit for bit (same operations, same order), so fused_conv
+// gives unfused_conv's o and hT. Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages +
+// q, k tiles 34 KiB + raw q, k 33.5 KiB + taps 5 KiB + planes 40 KiB), 121.75 KiB at K = 64;
+// double-buffering the raw rows as well would need 232.5 KiB at K = 128, past the 227 KiB limit.
+// prepare + 5 max(K, V) x 4 B of taps (74.5 KiB at K = V = 128: still 3 blocks per SM). ptxas (bf16 /
+// fp16): scan 233 / 236 at K = 128, 165 / 168 at K = 64; prepare 88 / 88; no spills.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
 // float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
 // column g) hit 32 distinct banks.
@@ -62,6 +77,7 @@
 
 #include <cstdint>
 
+#include "kernels/frontend.cuh"
 #include "kernels/tensor_core.cuh"
 #include "kernels/wy_ut.h"
 
@@ -155,11 +171,117 @@ __device__ __forceinline__ void load_rows(T* dst, int ld, const T* src, int64_t 
   }
 }
 
+// 16 bytes global -> shared without a register round trip; valid = false zero-fills and reads
+// nothing.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uint32_t(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+// ---------------------------------------------------------------------------------------------
+// The front-end prologue of fused_conv (kernels/frontend.cuh's device functions on a chunk's rows):
+// q, k, v never exist in global memory; prepare and the scan build their 16-bit tiles from the raw
+// projections staged in shared memory.
+
+// Raw rows of one head, tokens [t0 - 3, t0 + 64) (kFeRows rows of D channels, row stride D) of
+// x [B, T, channels] at channel ch0: cp.async where t is in [0, T), zero-filled past T, the conv
+// cache [B, channels, 3] before the sequence start (ordinary stores: its rows are not 16-byte
+// vectors; zeros without a cache). The caller commits and waits.
+constexpr int kFeRows = kC + kConvCache;
+template <typename T>
+__device__ __forceinline__ void stage_raw_rows(T* dst, const T* x, const T* cache, int64_t b, int64_t t0,
+                                               int64_t T_len, int64_t channels, int64_t ch0, int D) {
+  const int vecs = D / 8;
+  for (int e = threadIdx.x; e < kFeRows * vecs; e += kThreads) {
+    const int rr = e / vecs, c = (e % vecs) * 8;
+    const int64_t t = t0 - kConvCache + rr;
+    if (t < 0) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        dst[rr * D + c + i] = cache ? cache[(b * channels + ch0 + c + i) * kConvCache + (kConvCache + t)]
+                                    : from_float<T>(0.0f);
+    } else {
+      const bool valid = t < T_len;
+      cp_async16(dst + rr * D + c, valid ? x + (b * T_len + t) * channels + ch0 + c : x, valid);
+    }
+  }
+}
+
+// Conv taps of channels [ch0, ch0 + D) as float32, tap-major (w_s[i D + c]: lanes read consecutive
+// words), then the biases (zeros without).
+template <typename T>
+__device__ __forceinline__ void load_conv_weights(float* w_s, const T* w, const T* bias, int64_t ch0, int D) {
+  for (int c = threadIdx.x; c < D; c += kThreads) {
+#pragma unroll
+    for (int i = 0; i < kConvWidth; ++i) w_s[i * D + c] = to_float(w[(ch0 + c) * kConvWidth + i]);
+    w_s[kConvWidth * D + c] = bias ? to_float(bias[ch0 + c]) : 0.0f;
+  }
+}
+
+// Rows [0, 64) of a 16-bit tile (row stride ld) from raw rows staged by stage_raw_rows: row r is
+// SiLU(conv4(raw rows r .. r + 3)), L2-normalised when kNorm, rows past L zero. Warp w takes rows
+// w, w + 4, ...; lane l channels l + 32 j (j < kJ, D <= 32 kJ), so the sum of squares runs in
+// fe_warp_sum_sq's order: the tile equals, bit for bit, what the front-end kernel writes.
+template <typename T, bool kNorm, int kJ>
+__device__ __forceinline__ void fe_tile(T* dst, int ld, const T* raw, int D, const float* w_s, int L, float eps) {
+  const int warp = int(threadIdx.x >> 5), lane = lane_id();
+  const float* bias_s = w_s + kConvWidth * D;
+  for (int r = warp; r < kC; r += kThreads / 32) {
+    if (r >= L) {  // warp-uniform
+      for (int c = lane; c < D; c += 32) dst[r * ld + c] = from_float<T>(0.0f);
+      continue;
+    }
+    float y[kJ];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      const int c = lane + 32 * j;
+      if (32 * j >= D) break;
+      const float w[kConvWidth] = {w_s[c], w_s[D + c], w_s[2 * D + c], w_s[3 * D + c]};
+      const T* xr = raw + r * D + c;
+      y[j] = fe_silu(fe_conv(w, bias_s[c], to_float(xr[0]), to_float(xr[D]), to_float(xr[2 * D]),
+                             to_float(xr[3 * D])));
+      ss = fmaf(y[j], y[j], ss);
+    }
+    float inv = 1.0f;
+    if constexpr (kNorm) inv = fe_inv_l2(group_sum<32>(ss), eps);
+#pragma unroll
+    for (int j = 0; j < kJ; ++j) {
+      if (32 * j >= D) break;
+      dst[r * ld + lane + 32 * j] = from_float<T>(kNorm ? y[j] * inv : y[j]);
+    }
+  }
+}
+
+// The final conv cache of channels [ch0, ch0 + D): the last 3 inputs of the sequence, the initial
+// cache shifted in when T < 3 (zeros without one). Copies of dtype values: exact.
+template <typename T>
+__device__ __forceinline__ void store_final_cache(T* out, const T* x, const T* cache, int64_t b, int64_t T_len,
+                                                  int64_t channels, int64_t ch0, int D) {
+  for (int e = threadIdx.x; e < D * kConvCache; e += kThreads) {
+    const int c = e / kConvCache, i = e % kConvCache;
+    const int64_t t = T_len - kConvCache + i, ch = ch0 + c;
+    out[(b * channels + ch) * kConvCache + i] =
+        t >= 0 ? x[(b * T_len + t) * channels + ch]
+               : (cache ? cache[(b * channels + ch) * kConvCache + (kConvCache + t)] : from_float<T>(0.0f));
+  }
+}
+
 // Shared-memory layouts (bytes), shared by the launchers and the kernels.
 __host__ __device__ constexpr int tile16_bytes(int rows, int cols) { return rows * (cols + 8) * 2; }
 __host__ __device__ constexpr int prepare_smem_bytes(int K, int V) {
   return tile16_bytes(kC, K) + tile16_bytes(kC, V) + 2 * kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
 }
+// With the front-end prologue: + conv taps and biases of one head (float32, max(K, V) channels;
+// sized to the shape so that K = V = 128 keeps 3 blocks per SM). The raw rows (67 x 256 x 2 B at
+// most) borrow A and Tm (2 x 64 x 68 x 4 B), not yet in use.
+__host__ __device__ constexpr int prepare_fe_smem_bytes(int K, int V) {
+  return prepare_smem_bytes(K, V) + (kConvWidth + 1) * (K > V ? K : V) * 4;
+}
+static_assert(kFeRows * 256 * 2 <= 2 * kC * kLdCC * 4, "raw rows must fit in the A and Tm tiles");
 __host__ __device__ constexpr int output_kS0_bytes(int K) {
   return tile16_bytes(kC, K) > K * kLdBV * 4 ? tile16_bytes(kC, K) : K * kLdBV * 4;
 }
@@ -169,8 +291,11 @@ __host__ __device__ constexpr int output_smem_bytes(int K) {
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: gamma, A, Tm, W, U0 for one (b, hv, chunk). Warp w owns rows [16w, 16w + 16).
-template <typename T>
-__global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+// kFe (fused_conv): k, v, g and beta come from the raw projections in `fe` (the prologue below)
+// instead of p.k, p.v, p.g, p.beta; the blocks of the last chunk also write the final conv caches.
+template <typename T, bool kFe>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
@@ -189,12 +314,51 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_prepare_kernel(const GdnPa
   const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
 
-  load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
-  load_rows(v_s, ldv, static_cast<const T*>(p.v) + ((b * s.T + t0) * s.HV + hv) * V, s.HV * V, V, L);
-  if (tid < kC) {
-    const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
-    Y_s[tid] = (tid < L && p.g) ? p.g[gi] : 0.0f;
-    beta_s[tid] = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+  if constexpr (kFe) {
+    // One tensor at a time through the same raw rows and taps: k (conv, SiLU, L2 norm), then v
+    // (conv, SiLU); g and beta per row from the gate inputs.
+    T* raw_s = reinterpret_cast<T*>(A_s);
+    float* cw_s_fe = cu_s + kC;  // [5][D]: taps, then biases
+    const T* const* x = reinterpret_cast<const T* const*>(fe.x);
+    const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
+    const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
+    const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
+    stage_raw_rows(raw_s, x[kFeK], cin[kFeK], b, t0, s.T, s.H * K, h * K, K);
+    cp_async_commit();
+    load_conv_weights(cw_s_fe, cw[kFeK], cb[kFeK], h * K, K);
+    if (tid < kC) {
+      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
+      Y_s[tid] = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
+      beta_s[tid] = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
+    }
+    cp_async_wait_all();
+    __syncthreads();
+    fe_tile<T, true, 8>(k_s, ldk, raw_s, K, cw_s_fe, L, fe.l2_eps);
+    __syncthreads();  // raw rows and taps consumed
+    stage_raw_rows(raw_s, x[kFeV], cin[kFeV], b, t0, s.T, s.HV * V, hv * V, V);
+    cp_async_commit();
+    load_conv_weights(cw_s_fe, cw[kFeV], cb[kFeV], hv * V, V);
+    cp_async_wait_all();
+    __syncthreads();
+    fe_tile<T, false, 8>(v_s, ldv, raw_s, V, cw_s_fe, L, fe.l2_eps);
+    // Final conv caches, each channel by one block: v by every (last chunk, hv); q and k, which
+    // HV / H value heads share, by the first value head of the group only.
+    if (n == N - 1) {
+      T* const* cout = reinterpret_cast<T* const*>(fe.cache_out);
+      if (cout[kFeV]) store_final_cache(cout[kFeV], x[kFeV], cin[kFeV], b, s.T, s.HV * V, hv * V, V);
+      if (hv % (s.HV / s.H) == 0)
+#pragma unroll
+        for (int tsr = kFeQ; tsr <= kFeK; ++tsr)
+          if (cout[tsr]) store_final_cache(cout[tsr], x[tsr], cin[tsr], b, s.T, s.H * K, h * K, K);
+    }
+  } else {
+    load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+    load_rows(v_s, ldv, static_cast<const T*>(p.v) + ((b * s.T + t0) * s.HV + hv) * V, s.HV * V, V, L);
+    if (tid < kC) {
+      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
+      Y_s[tid] = (tid < L && p.g) ? p.g[gi] : 0.0f;
+      beta_s[tid] = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+    }
   }
   __syncthreads();
   if (tid < kC) {
@@ -411,38 +575,38 @@ __device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const fl
 // give P U, so neither the entering state nor U has to leave the SM. The three barriers per step
 // are those of the unfused scan: P U reads other warps' U rows only after the barrier that
 // publishes them, and the planes are rewritten only after the next step's first barrier.
-template <int kK, bool kFuse>
+template <int kK, bool kFuse, bool kFe = false>
 struct StateLayout {
   static_assert(!kFuse || kK <= 128, "the fused step does not fit K = 256");
+  static_assert(!kFe || kFuse, "the front-end prologue runs in the fused scan only");
   static constexpr int kStages = kK == 256 ? 1 : 2;
   static constexpr int kLdk = kK + 8;    // 16-bit k and q rows
   static constexpr int kLdw = kK + 8;    // float32 W rows (8 floats apart mod 32 banks)
   static constexpr int kLdp = kBV + 8;   // 16-bit hi/lo planes of S and U: 80-byte rows
   static constexpr int kK16 = kC * kLdk * 2, kW = kC * kLdw * 4, kU0 = kC * kLdBV * 4, kG = kC * 4;
-  // One stage: k, W, U0, gamma, then q (fused only); every part a multiple of 16 bytes.
-  static constexpr int kOffW = kK16, kOffU0 = kOffW + kW, kOffG = kOffU0 + kU0, kOffQ = kOffG + kG;
-  static constexpr int kStage = kOffQ + (kFuse ? kK16 : 0);
+  // One stage: k, W, U0, gamma, then q (fused only); every part a multiple of 16 bytes. With the
+  // front end the stage holds W, U0 and gamma only.
+  static constexpr int kOffW = kFe ? 0 : kK16, kOffU0 = kOffW + kW, kOffG = kOffU0 + kU0, kOffQ = kOffG + kG;
+  static constexpr int kStage = kOffQ + (kFuse && !kFe ? kK16 : 0);
+  // Front end, after the stages, single-buffered: the q and k tiles it builds, the raw q and k rows
+  // [t0 - 3, t0 + 64) they come from, the conv taps and biases of q then k (float32, 5 x K each).
+  static constexpr int kRaw = kFeRows * kK * 2, kTaps = (kConvWidth + 1) * kK * 4;
+  static constexpr int kOffFe = kStages * kStage;
+  static constexpr int kOffQt = kOffFe + kK16, kOffRawQ = kOffQt + kK16, kOffRawK = kOffRawQ + kRaw;
+  static constexpr int kOffTaps = kOffRawK + kRaw;
+  static constexpr int kOffPlanes = kOffFe + (kFe ? 2 * kK16 + 2 * kRaw + 2 * kTaps : 0);
   static constexpr int kSPlane = kK * kLdp * 2, kUPlane = kC * kLdp * 2;
-  static constexpr int kBytes = kStages * kStage + 2 * kSPlane + (kFuse ? 4 : 2) * kUPlane;
+  static constexpr int kBytes = kOffPlanes + 2 * kSPlane + (kFuse ? 4 : 2) * kUPlane;
   static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
-// 16 bytes global -> shared without a register round trip; valid = false zero-fills and reads
-// nothing.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(uint32_t(__cvta_generic_to_shared(dst))),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
-
-template <typename T, int kK, bool kFuse>
-__global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
-  using Lay = StateLayout<kK, kFuse>;
+template <typename T, int kK, bool kFuse, bool kFe>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
+  using Lay = StateLayout<kK, kFuse, kFe>;
   constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   extern __shared__ __align__(16) unsigned char smem[];
-  unsigned char* planes = smem + Lay::kStages * Lay::kStage;
+  unsigned char* planes = smem + Lay::kOffPlanes;
   T* S_hi = reinterpret_cast<T*>(planes);  // [K][kLdp] entering state, split
   T* S_lo = S_hi + kK * kLdp;
   T* U_hi = S_lo + kK * kLdp;              // [C][kLdp] exp(gL - gamma) .* U, split
@@ -460,11 +624,13 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
 
   // The tiles of chunk n in buffer `buf`: k (and q) rows, zero past the end; W, U0 and gamma (the
   // workspace pads every chunk to 64 rows with zeros).
-  auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage); };
+  auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + (kFe ? Lay::kOffFe : buf * Lay::kStage)); };
   auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffW); };
   auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffU0); };
   auto g_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG); };
-  auto q_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage + Lay::kOffQ); };
+  auto q_tile = [&](int buf) {
+    return reinterpret_cast<T*>(smem + (kFe ? Lay::kOffQt : buf * Lay::kStage + Lay::kOffQ));
+  };
   auto issue_copies = [&](int64_t n, int buf) {
     const int64_t t0 = n * kC, chunk = head * N + n;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
@@ -475,8 +641,8 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
         cp_async16(dst + r * kLdk + c, r < L ? src + r * s.H * kK + c : src, r < L);
       }
     };
-    copy_rows16(k_tile(buf), static_cast<const T*>(p.k) + qk0);
-    if (kFuse) copy_rows16(q_tile(buf), static_cast<const T*>(p.q) + qk0);
+    if (!kFe) copy_rows16(k_tile(buf), static_cast<const T*>(p.k) + qk0);
+    if (kFuse && !kFe) copy_rows16(q_tile(buf), static_cast<const T*>(p.q) + qk0);
     if (p.use_delta) {
       const float* w_src = ws.W + chunk * kC * kK;
       float* w_dst = w_tile(buf);
@@ -492,6 +658,19 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
       cp_async16(u_dst + r * kLdBV + c, u_src + int64_t(r) * V + c, true);
     }
     if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + chunk * kC + 4 * tid, true);
+    cp_async_commit();
+  };
+  // Front end: the raw q and k rows of chunk n (one buffer: issued once the previous chunk's have
+  // been turned into tiles).
+  T* raw_q = reinterpret_cast<T*>(smem + Lay::kOffRawQ);
+  T* raw_k = reinterpret_cast<T*>(smem + Lay::kOffRawK);
+  float* taps_q = reinterpret_cast<float*>(smem + Lay::kOffTaps);
+  float* taps_k = taps_q + (kConvWidth + 1) * kK;
+  auto issue_raw = [&](int64_t n) {
+    const T* const* x = reinterpret_cast<const T* const*>(fe.x);
+    const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
+    stage_raw_rows(raw_q, x[kFeQ], cin[kFeQ], b, n * kC, s.T, s.H * kK, h * kK, kK);
+    stage_raw_rows(raw_k, x[kFeK], cin[kFeK], b, n * kC, s.T, s.H * kK, h * kK, kK);
     cp_async_commit();
   };
 
@@ -511,6 +690,13 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
         }
   }
 
+  if constexpr (kFe) {
+    const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
+    const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
+    load_conv_weights(taps_q, cw[kFeQ], cb[kFeQ], h * kK, kK);
+    load_conv_weights(taps_k, cw[kFeK], cb[kFeK], h * kK, kK);
+    issue_raw(0);
+  }
   if (Lay::kStages == 2) issue_copies(0, 0);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t t0 = n * kC, chunk = head * N + n;
@@ -532,7 +718,12 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
     // Fused: P of this warp's rows, split into A fragments (16 registers each for hi and lo). It
     // needs only this chunk's tiles, so it is off the state's dependent chain.
     uint32_t p_hi[4][4], p_lo[4][4];
-    if constexpr (kFuse) {
+    if constexpr (kFe) {
+      // Front end: the q and k tiles of this chunk from its raw rows. Their barrier is the one
+      // that publishes the state's planes below; P is built after it.
+      fe_tile<T, true, kK / 32>(q_tile(0), kLdk, raw_q, kK, taps_q, L, fe.l2_eps);
+      fe_tile<T, true, kK / 32>(k_tile(0), kLdk, raw_k, kK, taps_k, L, fe.l2_eps);
+    } else if constexpr (kFuse) {
       float acc[8][4];
       causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
       c_to_a_split<T>(acc, p_hi, p_lo);
@@ -557,6 +748,12 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_state_kernel(const GdnPara
           }
     }
     __syncthreads();
+    if constexpr (kFe) {
+      if (n + 1 < N) issue_raw(n + 1);  // every warp has read this chunk's raw rows
+      float acc[8][4];
+      causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
+      c_to_a_split<T>(acc, p_hi, p_lo);
+    }
 
     // U = U0 - W S: W and S both float32, three products (Wh Sh + Wl Sh + Wh Sl). Two partial sums
     // (even and odd k steps) halve the dependent chain of mma instructions.
@@ -803,22 +1000,38 @@ cudaError_t allow_smem(Kernel kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
-template <typename T>
-cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_prepare_kernel<T>, bytes)) return e;
+// kFe: with the front-end prologue reading `fe` (fused_conv); otherwise fe is unused.
+template <typename T, bool kFe = false>
+cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                             const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+  const int K = int(p.shape.K), V = int(p.shape.V);
+  const int bytes = kFe ? prepare_fe_smem_bytes(K, V) : prepare_smem_bytes(K, V);
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_prepare_kernel<T, kFe>, bytes)) return e;
   const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_prepare_kernel<T><<<grid, kThreads, bytes, stream>>>(p, ws);
+  gdn_wy_ut_prepare_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
   return cudaGetLastError();
 }
 
-template <typename T, int kK, bool kFuse>
-cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  const int bytes = StateLayout<kK, kFuse>::kBytes;
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK, kFuse>, bytes)) return e;
+template <typename T, int kK, bool kFuse, bool kFe = false>
+cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                         const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+  const int bytes = StateLayout<kK, kFuse, kFe>::kBytes;
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK, kFuse, kFe>, bytes)) return e;
   const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_state_kernel<T, kK, kFuse><<<grid, kThreads, bytes, stream>>>(p, ws);
+  gdn_wy_ut_state_kernel<T, kK, kFuse, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
   return cudaGetLastError();
+}
+
+// fused_conv: prepare and the fused scan, both with the front-end prologue.
+template <typename T>
+cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, const GdnFrontEndParams& fe,
+                                cudaStream_t stream) {
+  if (const cudaError_t e = prepare_for_type<T, true>(p, ws, stream, fe)) return e;
+  switch (p.shape.K) {
+    case 64: return states_for_k<T, 64, true, true>(p, ws, stream, fe);
+    case 128: return states_for_k<T, 128, true, true>(p, ws, stream, fe);
+  }
+  return cudaErrorInvalidValue;
 }
 
 // kFuse: the scan with the output inside (K <= 128 only).
@@ -930,4 +1143,44 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_wy_ut_fuses_output(p)) return launch_gdn_wy_ut_states_output(p, ws, stream);
   if (const int e = launch_gdn_wy_ut_states(p, ws, stream)) return e;
   return launch_gdn_wy_ut_output(p, ws, stream);
+}
+
+// ---------------------------------------------------------------------------------------------
+// fused_conv (kernels/frontend.h): wy_ut with the front end in its prologues.
+
+namespace {
+GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
+  GdnParams gp;
+  gp.shape = shape;
+  gp.dtype = dtype;
+  gp.chunk = kC;
+  return gp;
+}
+}  // namespace
+
+const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
+  if (const char* why = gdn_wy_ut_shape_unsupported(fused_conv_params(shape, dtype))) return why;
+  if (shape.K != 64 && shape.K != 128)
+    return "fused_conv needs K in {64, 128} (its front end runs in the fused-output scan; K = 256: unfused_conv)";
+  return nullptr;
+}
+
+size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
+  return gdn_wy_ut_workspace_bytes(fused_conv_params(shape, dtype));
+}
+
+int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStream_t stream) {
+  if (gdn_fused_conv_shape_unsupported(fe.shape, fe.dtype) || !workspace) return int(cudaErrorInvalidValue);
+  if (!fe.o || !fe.a || !fe.A_log || !fe.dt_bias || (fe.use_delta && !fe.b)) return int(cudaErrorInvalidValue);
+  for (int t = 0; t < 3; ++t)
+    if (!fe.x[t] || !fe.conv_w[t]) return int(cudaErrorInvalidValue);
+  GdnParams gp = fused_conv_params(fe.shape, fe.dtype);
+  gp.h0 = fe.h0;
+  gp.hT = fe.hT;
+  gp.o = fe.o;
+  gp.scale = fe.scale;
+  gp.use_delta = fe.use_delta;
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(gp, workspace);
+  return int(fe.dtype == DType::bf16 ? fused_conv_for_type<__nv_bfloat16>(gp, ws, fe, stream)
+                                     : fused_conv_for_type<__half>(gp, ws, fe, stream));
 }
