@@ -1156,6 +1156,25 @@ GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
   gp.chunk = kC;
   return gp;
 }
+
+// Whether any final conv cache overlaps any initial one. prepare's last-chunk blocks write the
+// final caches while its first-chunk blocks, and the scan launched after it, still read the initial
+// ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
+// never in place; this refuses the launch instead of returning wrong results).
+bool conv_caches_overlap(const GdnFrontEndParams& fe) {
+  const GdnShape& s = fe.shape;
+  auto bytes = [&](int t) {
+    return size_t(s.B) * size_t(t == kFeV ? s.HV * s.V : s.H * s.K) * kConvCache * dtype_bytes(fe.dtype);
+  };
+  for (int i = 0; i < 3; ++i)
+    for (int o = 0; o < 3; ++o) {
+      if (!fe.cache_in[i] || !fe.cache_out[o]) continue;
+      const uintptr_t in0 = reinterpret_cast<uintptr_t>(fe.cache_in[i]);
+      const uintptr_t out0 = reinterpret_cast<uintptr_t>(fe.cache_out[o]);
+      if (in0 < out0 + bytes(o) && out0 < in0 + bytes(i)) return true;
+    }
+  return false;
+}
 }  // namespace
 
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
@@ -1174,6 +1193,7 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStre
   if (!fe.o || !fe.a || !fe.A_log || !fe.dt_bias || (fe.use_delta && !fe.b)) return int(cudaErrorInvalidValue);
   for (int t = 0; t < 3; ++t)
     if (!fe.x[t] || !fe.conv_w[t]) return int(cudaErrorInvalidValue);
+  if (conv_caches_overlap(fe)) return int(cudaErrorInvalidValue);
   GdnParams gp = fused_conv_params(fe.shape, fe.dtype);
   gp.h0 = fe.h0;
   gp.hT = fe.hT;

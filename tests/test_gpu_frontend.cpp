@@ -125,10 +125,38 @@ TEST_CASE("fused_conv refuses K = 256 and fp32 with a reason", "[frontend][regis
   CHECK(v->unsupported(p).has_value());
 }
 
+#ifdef GDNBENCH_HAVE_CUDA
+TEST_CASE("fused_conv refuses final conv caches that overlap the initial ones", "[frontend]") {
+  // prepare writes the final caches while other blocks, and the scan after it, read the initial
+  // ones. Refused before any launch, so the pointers are never dereferenced: no GPU needed.
+  const GdnShape s{2, 100, 2, 4, 64, 64};
+  alignas(16) static unsigned char fake[3][1 << 16];
+  GdnFrontEndParams fe;
+  fe.shape = s;
+  fe.dtype = DType::bf16;
+  for (int t = 0; t < 3; ++t) {
+    fe.x[t] = fe.conv_w[t] = fake[0];
+    fe.cache_in[t] = fake[1] + 4096 * t;
+    fe.cache_out[t] = fake[2] + 4096 * t;
+  }
+  fe.a = fe.b = fake[0];
+  fe.A_log = fe.dt_bias = reinterpret_cast<const float*>(fake[0]);
+  fe.o = fake[0];
+  const int64_t k_cache_bytes = s.B * s.H * s.K * kConvCache * 2;  // 1536
+  SECTION("in place") { fe.cache_out[kFeK] = const_cast<void*>(fe.cache_in[kFeK]); }
+  SECTION("partly: one tensor's final cache runs into another's initial cache") {
+    fe.cache_out[kFeQ] = const_cast<unsigned char*>(static_cast<const unsigned char*>(fe.cache_in[kFeK])) -
+                         (k_cache_bytes - 2);
+  }
+  CHECK(launch_gdn_fused_conv(fe, fake[0], nullptr) == int(cudaErrorInvalidValue));
+}
+#endif
+
 TEST_CASE("fused_conv's o, hT and conv caches equal unfused_conv's on the same inputs", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
-  const int64_t T = GENERATE(5, 64, 200);
+  // T = 2: the final caches keep one row of the initial cache (or of zeros without one).
+  const int64_t T = GENERATE(2, 5, 64, 200);
   const bool h0 = GENERATE(true, false);
   const Problem p = frontend_problem(GdnShape{2, T, 2, 4, 128, 64}, dt, h0);
   INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " h0 " << h0);
