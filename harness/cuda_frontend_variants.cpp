@@ -80,10 +80,11 @@ class CudaFrontEndRun : public CudaRunBase {
   DeviceBuffer x_[3], w_[3], bias_[3], a_, b_, A_log_, dt_bias_, o_;
 };
 
-// unfused_conv: caches in [B, ch, 3] (when given), final caches out, h0/hT, wy_ut's workspace.
-class UnfusedRun final : public CudaFrontEndRun {
+// unfused_conv and fused_conv: caches in [B, ch, 3] (when given), final caches out, h0/hT, the
+// workspace (unfused: q, k, v, g, beta + wy_ut's; fused: wy_ut's only).
+class ForwardRun final : public CudaFrontEndRun {
  public:
-  UnfusedRun(const Problem& p, const HostInputs& in) : CudaFrontEndRun(p, in) {
+  ForwardRun(const Problem& p, const HostInputs& in, bool fused) : CudaFrontEndRun(p, in), fused_(fused) {
     const GdnShape& s = p.shape;
     for (int t = 0; t < 3; ++t) {
       cache_elems_[t] = s.B * cache_row_elems(s, t);
@@ -98,7 +99,8 @@ class UnfusedRun final : public CudaFrontEndRun {
     ht_elems_ = s.state_elems();
     hT_ = allocate(size_t(ht_elems_) * 4);
     params_.hT = hT_.as<float>();
-    workspace_ = allocate(gdn_frontend_unfused_workspace_bytes(s, p.dtype));
+    workspace_ = allocate(fused ? gdn_fused_conv_workspace_bytes(s, p.dtype)
+                                : gdn_frontend_unfused_workspace_bytes(s, p.dtype));
   }
   void poison_outputs() override {
     poison(o_, o_elems_, dtype_);
@@ -106,7 +108,8 @@ class UnfusedRun final : public CudaFrontEndRun {
     for (int t = 0; t < 3; ++t) poison(cache_out_[t], cache_elems_[t], dtype_);
   }
   void launch() override {
-    CUDA_CHECK(cudaError_t(launch_gdn_frontend_unfused(params_, workspace_.get(), stream_)));
+    CUDA_CHECK(cudaError_t(fused_ ? launch_gdn_fused_conv(params_, workspace_.get(), stream_)
+                                  : launch_gdn_frontend_unfused(params_, workspace_.get(), stream_)));
   }
   RunOutputs read_outputs() override {
     synchronize();
@@ -119,6 +122,7 @@ class UnfusedRun final : public CudaFrontEndRun {
   }
 
  private:
+  bool fused_;
   int64_t cache_elems_[3] = {0, 0, 0}, ht_elems_ = 0;
   DeviceBuffer cache_in_[3], cache_out_[3], h0_, hT_, workspace_;
 };
@@ -233,7 +237,21 @@ std::optional<std::string> unfused_conv_unsupported(const Problem& p) {
 }
 
 std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<UnfusedRun>(p, in);
+  return std::make_unique<ForwardRun>(p, in, false);
+}
+
+std::optional<std::string> fused_conv_unsupported(const Problem& p) {
+  if (const char* why = gdn_fused_conv_shape_unsupported(p.shape, p.dtype)) return std::string(why);
+  const GdnShape& s = p.shape;
+  const double e = double(dtype_bytes(p.dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
+  const double need = double(gdn_fused_conv_workspace_bytes(s, p.dtype)) +
+                      e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
+                      e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
+  return memory_shortfall(need, "projections and wy_ut's workspace");
+}
+
+std::unique_ptr<VariantRun> create_fused_conv(const Problem& p, const HostInputs& in, const RunContext&) {
+  return std::make_unique<ForwardRun>(p, in, true);
 }
 
 std::optional<std::string> fused_decode_unsupported(const Problem& p) {

@@ -1,10 +1,13 @@
 // Registry hooks for the CUDA variants that take a front-end problem's raw projections
-// (kernels/frontend.h): unfused_conv and fused_decode. Compiled only when nvcc is found.
+// (kernels/frontend.h): unfused_conv, fused_conv and fused_decode. Compiled only when nvcc is found.
 #pragma once
 #include "harness/variant.h"
 
 std::optional<std::string> unfused_conv_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_unfused_conv(const Problem&, const HostInputs&, const RunContext&);
+
+std::optional<std::string> fused_conv_unsupported(const Problem& p);
+std::unique_ptr<VariantRun> create_fused_conv(const Problem&, const HostInputs&, const RunContext&);
 
 std::optional<std::string> fused_decode_unsupported(const Problem& p);
 std::unique_ptr<VariantRun> create_fused_decode(const Problem&, const HostInputs&, const RunContext&);

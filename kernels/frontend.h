@@ -1,8 +1,8 @@
 // The GDN front end on the GPU (DESIGN.md section 1, "Fused front end"): what turns a layer's raw
 // projections into the q, k, v, g, beta of the recurrence. Host-only declarations: no CUDA headers
 // needed to include this. The device functions live in kernels/frontend.cuh; the kernels in
-// kernels/frontend.cu (front end alone, and the unfused pipeline) and kernels/decode.cu (fused
-// decode).
+// kernels/frontend.cu (front end alone, and the unfused pipeline), kernels/decode.cu (fused
+// decode) and kernels/wy_ut.cu (fused_conv: the front end as a prologue of wy_ut's kernels).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -66,6 +66,15 @@ const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType 
 // q, k, v (dtype), g, beta (float32) and the wy_ut workspace, each part 256-byte aligned.
 size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype);
 int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
+
+// fused_conv: wy_ut (prepare + the fused-output scan) with the front end in the prologue of both
+// kernels, so q, k, v, g, beta never reach global memory (defined in kernels/wy_ut.cu, beside the
+// kernels it extends). Inputs and outputs those of unfused_conv; bf16 or fp16, K in {64, 128}, V a
+// multiple of 32 <= 256. nullptr when it can run the shape, else why not.
+const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype);
+// wy_ut's workspace (gamma, W, U0/U), each part 256-byte aligned.
+size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype);
+int launch_gdn_fused_conv(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
 // fused_decode: T <= kDecodeMaxTokens new tokens per sequence in one kernel: conv caches rolled in
 // place, conv + SiLU + L2 norm + gates, the state update and o; state and caches in pools

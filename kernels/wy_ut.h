@@ -26,28 +26,44 @@ struct GdnWyUtWorkspace {
   float* gamma = nullptr;   // [B, HV, N, C]     local cumulative sums of g (stage 1)
   float* W = nullptr;       // [B, HV, N, C, K]  Tm diag(beta exp(gamma)) K (stage 1; not written
                             //                   without the delta term, where W = 0)
-  float* U = nullptr;       // [B, HV, N, C, V]  U0 = Tm diag(beta) V after stage 1, overwritten in
-                            //                   place by U = U0 - W S0 in stage 2
-  float* states = nullptr;  // [B, HV, N, K, V]  state entering each chunk (stage 2)
-  // Optional, for tests (nullptr in normal runs; not part of the workspace size): stage 1 also
-  // writes A and Tm = (I + A)^-1 here, [B, HV, N, C, C], rows past the sequence end zero.
+  float* U = nullptr;       // [B, HV, N, C, V]  U0 = Tm diag(beta) V after stage 1; the unfused
+                            //                   stage 2 overwrites it in place by U = U0 - W S0
+                            //                   (stage 3 reads it), the fused one only if save_U
+  float* states = nullptr;  // [B, HV, N, K, V]  state entering each chunk: written by the unfused
+                            //                   stage 2 for stage 3 (a workspace part only where
+                            //                   the launcher runs three kernels); by the fused
+                            //                   stage 2 only when set (tests)
+  // Optional, for tests (nullptr / false in normal runs; not part of the workspace size): stage 1
+  // also writes A and Tm = (I + A)^-1 here, [B, HV, N, C, C], rows past the sequence end zero;
+  // the fused stage 2 also writes U into `U` (as the unfused one always does).
   float* A = nullptr;
   float* Tm = nullptr;
+  bool save_U = false;
 };
+
+// True where launch_gdn_wy_ut fuses the output into the state scan (K <= 128: two kernels and no
+// chunk states in the workspace); K = 256 runs three kernels (the fused step's registers and
+// shared memory do not fit there).
+bool gdn_wy_ut_fuses_output(const GdnParams& p);
 
 // Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned).
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
-// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`.
+// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`; states is nullptr
+// where the output is fused.
 GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace);
 
-// The three stages, each one kernel launch (return cudaError_t as int, 0 = success):
+// The stages, each one kernel launch (return cudaError_t as int, 0 = success):
 //   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0.
-//   2 states:  per (b, hv, 32 value columns), sequential over chunks: U, entering states, hT.
-//   3 output:  per (b, hv, chunk): o.
+//   2 states:  per (b, hv, 32 value columns), sequential over chunks: U, entering states, hT
+//              (needs ws.states; any K).
+//   3 output:  per (b, hv, chunk): o (needs ws.states and U from stage 2; any K).
+//   2+3 states_output: stage 2 with o computed in each step (K <= 128, else cudaErrorInvalidValue);
+//              writes U and the entering states only where save_U / states ask for them.
 int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+int launch_gdn_wy_ut_states_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 
-// All three stages on `stream`; workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates,
-// synchronises, prints or exits.
+// prepare + states_output (K <= 128) or prepare + states + output (K = 256) on `stream`;
+// workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream);

@@ -263,7 +263,8 @@ TEST_CASE("variants of the other input kind are SKIPPED with a reason", "[harnes
   for (const VariantInfo& v : variant_registry())
     if (v.frontend) frontend_variants.push_back(&v);
 #ifdef GDNBENCH_HAVE_CUDA
-  CHECK(frontend_variants.size() == 4);  // unfused_conv, fused_decode, fused_decode_bf16state
+  // float64 reference, unfused_conv, fused_conv, fused_decode, fused_decode_bf16state
+  CHECK(frontend_variants.size() == 5);
 #endif
   for (const VariantInfo* v : frontend_variants) {
     INFO("variant " << v->name);

@@ -1,6 +1,7 @@
-// [gpu] tests of the front-end variants (kernels/frontend.cu, kernels/decode.cu) against the
-// float64 front end + recurrence: conv caches in and out, tails, grouped value heads, decode
-// batches up to 512 through a shuffled slot pool, and decode applied T times == the forward.
+// [gpu] tests of the front-end variants (kernels/frontend.cu, kernels/decode.cu, fused_conv in
+// kernels/wy_ut.cu) against the float64 front end + recurrence: conv caches in and out, tails,
+// grouped value heads, decode batches up to 512 through a shuffled slot pool, decode applied T
+// times == the forward, and fused_conv == unfused_conv on the same inputs.
 // Without a GPU (or in a build without CUDA) each test says why in a warning and checks nothing.
 #include <catch2/catch.hpp>
 
@@ -65,6 +66,110 @@ TEST_CASE("unfused_conv with grouped value heads and a batch on the GPU", "[gpu]
   p.use_delta = delta;
   INFO("seed " << p.seed << " delta " << delta);
   check_row(verify_on_gpu("unfused_conv", p));
+}
+
+TEST_CASE("fused_conv matches the float64 front end + recurrence on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  // Chunk tails and the first chunk's conv halo (T < 3 reads the initial cache only); V from one
+  // 32-column block to 256.
+  static const int64_t kT[] = {1, 2, 3, 8, 63, 64, 65, 200};
+  static const int64_t kKV[][2] = {{64, 64}, {128, 128}, {64, 96}, {128, 256}, {128, 32}};
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int ti = GENERATE(range(0, 8));
+  const int kvi = GENERATE(range(0, 5));
+  // Without h0 (and so without initial conv caches), a few fresh tokens give o = a few q.k
+  // products: only T >= 8 there.
+  const bool h0 = kT[ti] < 8 || (ti + kvi) % 2 == 0;
+  const Problem p = frontend_problem(GdnShape{2, kT[ti], 1, 2, kKV[kvi][0], kKV[kvi][1]}, dt, h0);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << p.shape.T << " K " << p.shape.K << " V "
+                << p.shape.V << " h0 " << h0);
+  check_row(verify_on_gpu("fused_conv", p));
+}
+
+TEST_CASE("fused_conv with grouped value heads and a batch on the GPU", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  // HV / H = 3 value heads share each q/k head: the final q/k conv caches must be written once,
+  // exactly (check_row: conv rel_l2 == 0), and every value head must see the same k.
+  const bool delta = GENERATE(true, false);
+  const int64_t T = GENERATE(100, 130);
+  Problem p = frontend_problem(GdnShape{3, T, 2, 6, 64, 64}, DType::bf16, true);
+  p.use_delta = delta;
+  INFO("seed " << p.seed << " T " << T << " delta " << delta);
+  check_row(verify_on_gpu("fused_conv", p));
+}
+
+TEST_CASE("fused_conv refuses K = 256 and fp32 with a reason", "[frontend][registry]") {
+  const VariantInfo* v = find_variant("fused_conv");
+  if (!v) {
+    WARN("skipped: a build without CUDA has no fused_conv");
+    return;
+  }
+  Problem p = frontend_problem(GdnShape{1, 64, 1, 1, 256, 256}, DType::bf16, true);
+  const std::optional<std::string> k256 = v->unsupported(p);
+  REQUIRE(k256.has_value());
+  CHECK(k256->find("K in {64, 128}") != std::string::npos);
+  p.shape.K = 128;
+  p.shape.V = 128;
+  p.dtype = DType::f32;
+  CHECK(v->unsupported(p).has_value());
+}
+
+#ifdef GDNBENCH_HAVE_CUDA
+TEST_CASE("fused_conv refuses final conv caches that overlap the initial ones", "[frontend]") {
+  // prepare writes the final caches while other blocks, and the scan after it, read the initial
+  // ones. Refused before any launch, so the pointers are never dereferenced: no GPU needed.
+  const GdnShape s{2, 100, 2, 4, 64, 64};
+  alignas(16) static unsigned char fake[3][1 << 16];
+  GdnFrontEndParams fe;
+  fe.shape = s;
+  fe.dtype = DType::bf16;
+  for (int t = 0; t < 3; ++t) {
+    fe.x[t] = fe.conv_w[t] = fake[0];
+    fe.cache_in[t] = fake[1] + 4096 * t;
+    fe.cache_out[t] = fake[2] + 4096 * t;
+  }
+  fe.a = fe.b = fake[0];
+  fe.A_log = fe.dt_bias = reinterpret_cast<const float*>(fake[0]);
+  fe.o = fake[0];
+  const int64_t k_cache_bytes = s.B * s.H * s.K * kConvCache * 2;  // 1536
+  SECTION("in place") { fe.cache_out[kFeK] = const_cast<void*>(fe.cache_in[kFeK]); }
+  SECTION("partly: one tensor's final cache runs into another's initial cache") {
+    fe.cache_out[kFeQ] = const_cast<unsigned char*>(static_cast<const unsigned char*>(fe.cache_in[kFeK])) -
+                         (k_cache_bytes - 2);
+  }
+  CHECK(launch_gdn_fused_conv(fe, fake[0], nullptr) == int(cudaErrorInvalidValue));
+}
+#endif
+
+TEST_CASE("fused_conv's o, hT and conv caches equal unfused_conv's on the same inputs", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  // T = 2: the final caches keep one row of the initial cache (or of zeros without one).
+  const int64_t T = GENERATE(2, 5, 64, 200);
+  const bool h0 = GENERATE(true, false);
+  const Problem p = frontend_problem(GdnShape{2, T, 2, 4, 128, 64}, dt, h0);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " h0 " << h0);
+  const HostInputs in = make_inputs(p);
+  RunOutputs out[2];
+  const char* names[2] = {"unfused_conv", "fused_conv"};
+  for (int i = 0; i < 2; ++i) {
+    const VariantInfo* v = find_variant(names[i]);
+    REQUIRE(v != nullptr);
+    REQUIRE_FALSE(v->unsupported(p).has_value());
+    std::unique_ptr<VariantRun> run = v->create(p, in, RunContext{});
+    run->poison_outputs();
+    run->launch();
+    out[i] = run->read_outputs();
+  }
+  const Tolerance tol = tolerance_for(Precision::tensor_core_frontend, dt);
+  CHECK(testutil::rel_l2(out[1].o, out[0].o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(out[1].hT, out[0].hT) <= tol.ht_rel_l2);
+  CHECK(out[1].conv_cache == out[0].conv_cache);
+  // Stronger, by construction: the prologues run the front-end kernel's float32 operations in
+  // its order (fe_tile sums squares as fe_warp_sum_sq does), so q, k, v, g, beta, and hence
+  // everything after them, are the same bits.
+  CHECK(out[1].o == out[0].o);
+  CHECK(out[1].hT == out[0].hT);
 }
 
 TEST_CASE("fused_decode matches the float64 reference on the GPU", "[gpu][frontend]") {

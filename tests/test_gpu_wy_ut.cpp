@@ -1,5 +1,6 @@
 // Tests of the wy_ut variant (kernels/wy_ut.cu). [gpu]: its three stages against the float64
-// chunked reference's intermediates, and the whole launcher against the float64 recurrence over
+// chunked reference's intermediates, the fused scan (K <= 128) against the three stages bit for
+// bit, and the whole launcher against the float64 recurrence over
 // dtypes, sequence lengths (tail chunks), head dims, h0, grouped value heads and the gate and delta
 // terms. Without a GPU each [gpu] test says why in a warning and checks nothing else; the support
 // checks and the workspace layout are host code and always run.
@@ -132,6 +133,26 @@ void check_outcome(const Problem& pr, const Outcome& r) {
 // A float32 workspace part of n elements, read back.
 std::vector<float> part(const float* ptr, int64_t n) { return from_device(ptr, n, DType::f32); }
 
+// n bytes of device memory, for comparisons bit for bit.
+std::vector<unsigned char> bytes_of(const void* ptr, size_t n) {
+  std::vector<unsigned char> out(n);
+  CUDA_CHECK(cudaMemcpy(out.data(), ptr, n, cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// Bit-for-bit comparison that reports the first differing byte and the count of differing bytes
+// (Catch would print both vectors in full, megabytes that bury the rest of the run's output).
+void check_same_bytes(const char* name, const std::vector<unsigned char>& got, const std::vector<unsigned char>& want) {
+  REQUIRE(got.size() == want.size());
+  size_t first = got.size(), count = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      if (count++ == 0) first = i;
+    }
+  INFO(name << ": " << count << " of " << got.size() << " bytes differ, the first at byte " << first);
+  CHECK(count == 0);
+}
+
 }  // namespace
 
 TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching the device", "[wy_ut]") {
@@ -159,18 +180,45 @@ TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching t
   CHECK(launch_gdn_wy_ut(p, ws.data(), nullptr) == int(cudaErrorInvalidValue));
 }
 
-TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
+TEST_CASE("wy_ut fuses the output into the scan for K <= 128 only", "[wy_ut]") {
   GdnParams p;
-  p.shape = GdnShape{2, 130, 1, 3, 128, 96};
+  p.shape = GdnShape{1, 100, 1, 1, 64, 128};
+  int dummy = 0;
+  p.q = p.k = p.v = &dummy;
+  p.o = &dummy;
+  p.beta = reinterpret_cast<const float*>(&dummy);
+  p.chunk = 64;
+  p.dtype = DType::bf16;
+  CHECK(gdn_wy_ut_fuses_output(p));
+  p.shape.K = 128;
+  CHECK(gdn_wy_ut_fuses_output(p));
+  p.shape.K = 256;
+  CHECK_FALSE(gdn_wy_ut_fuses_output(p));
+  // The fused launcher refuses K = 256 before it looks at the workspace or the device.
+  GdnWyUtWorkspace ws;
+  CHECK(launch_gdn_wy_ut_states_output(p, ws, nullptr) == int(cudaErrorInvalidValue));
+}
+
+TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
+  // K = 128 fuses the output (no chunk states in the workspace); K = 256 keeps them for stage 3.
+  const int64_t K = GENERATE(128, 256);
+  GdnParams p;
+  p.shape = GdnShape{2, 130, 1, 3, K, 96};
   const size_t bytes = gdn_wy_ut_workspace_bytes(p);
   std::vector<unsigned char> buffer(bytes + 256);
   unsigned char* base = buffer.data() + (256 - reinterpret_cast<uintptr_t>(buffer.data()) % 256);
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base);
   const int64_t chunks = 2 * 3 * 3;  // B HV ceil(130 / 64)
+  INFO("K " << K);
   CHECK(ws.num_chunks == 3);
   struct Part { const float* ptr; int64_t elems; };
-  const Part parts[] = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * 128}, {ws.U, chunks * 64 * 96},
-                        {ws.states, chunks * 128 * 96}};
+  std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96}};
+  if (K == 256) {
+    REQUIRE(ws.states != nullptr);
+    parts.push_back({ws.states, chunks * K * 96});
+  } else {
+    CHECK(ws.states == nullptr);
+  }
   const auto at = [&](const float* x) { return reinterpret_cast<const unsigned char*>(x) - base; };
   int64_t end = 0;
   for (const Part& pt : parts) {
@@ -179,18 +227,21 @@ TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspac
     end = at(pt.ptr) + pt.elems * 4;
   }
   CHECK(end <= int64_t(bytes));
+  CHECK(int64_t(bytes) - end < 256);  // nothing unaccounted for: the states are gone when fused
   CHECK(ws.A == nullptr);
   CHECK(ws.Tm == nullptr);
+  CHECK_FALSE(ws.save_U);
 }
 
 TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]") {
   if (!gpu_or_warn()) return;
+  const int64_t K = GENERATE(64, 128, 256);
   Problem pr;
-  pr.shape = GdnShape{1, 150, 1, 2, 64, 64};  // 3 chunks, the last one 22 rows
+  pr.shape = GdnShape{1, 150, 1, 2, K, 64};  // 3 chunks, the last one 22 rows
   pr.dtype = DType::bf16;
   pr.use_h0 = true;
   pr.seed = testutil::fresh_seed();
-  INFO("seed " << pr.seed);
+  INFO("seed " << pr.seed << " K " << K);
   const HostInputs in = make_inputs(pr);
   DeviceGdn d(pr, in);
   GdnChunkIntermediates im;
@@ -202,11 +253,17 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   const int64_t C = kWyUtChunk, chunks = s.B * s.HV * im.num_chunks;
   DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params));
   DeviceBuffer A_buf(size_t(chunks * C * C) * 4), Tm_buf(size_t(chunks * C * C) * 4);
+  // The unfused stages need the chunk states, which the workspace holds only where the launcher
+  // runs three kernels (K = 256): elsewhere the test provides them.
+  DeviceBuffer states_buf(size_t(chunks * s.K * s.V) * 4);
   // Poisoned, so a part a stage leaves unwritten shows as such.
   poison_device_buffer(ws_buf.get(), int64_t(ws_buf.bytes() / 4), DType::f32, nullptr);
   poison_device_buffer(A_buf.get(), chunks * C * C, DType::f32, nullptr);
   poison_device_buffer(Tm_buf.get(), chunks * C * C, DType::f32, nullptr);
+  poison_device_buffer(states_buf.get(), chunks * s.K * s.V, DType::f32, nullptr);
   GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get());
+  CHECK((ws.states == nullptr) == gdn_wy_ut_fuses_output(d.params));
+  if (!ws.states) ws.states = states_buf.as<float>();
   ws.A = A_buf.as<float>();
   ws.Tm = Tm_buf.as<float>();
   REQUIRE(ws.num_chunks == im.num_chunks);
@@ -228,6 +285,8 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   check("Tm", part(ws.Tm, chunks * C * C), im.T_inv, kIntermediateBound);
   check("W", part(ws.W, chunks * C * s.K), im.W, kIntermediateBound);
   check("U0", part(ws.U, chunks * C * s.V), im.U0, kIntermediateBound);
+  const size_t U_bytes = size_t(chunks * C * s.V) * 4, states_bytes = size_t(chunks * s.K * s.V) * 4;
+  const std::vector<unsigned char> U0_bits = bytes_of(ws.U, U_bytes);
 
   REQUIRE(launch_gdn_wy_ut_states(d.params, ws, nullptr) == 0);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -242,6 +301,44 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   CHECK(o.unwritten == 0);
   CHECK(o.nan_count == 0);
   CHECK(o.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
+
+  if (!gdn_wy_ut_fuses_output(d.params)) {
+    CHECK(launch_gdn_wy_ut_states_output(d.params, ws, nullptr) == int(cudaErrorInvalidValue));
+    return;
+  }
+  // The fused scan computes the same products in the same order as states + output: with the test
+  // hooks on it writes the same U, chunk states, hT and o, bit for bit.
+  const size_t o_bytes = size_t(s.v_elems()) * dtype_bytes(pr.dtype), hT_bytes = size_t(s.state_elems()) * 4;
+  const std::vector<unsigned char> U_bits = bytes_of(ws.U, U_bytes), states_bits = bytes_of(ws.states, states_bytes),
+                                   hT_bits = bytes_of(d.params.hT, hT_bytes), o_bits = bytes_of(d.o.get(), o_bytes);
+  DeviceBuffer ws2_buf(gdn_wy_ut_workspace_bytes(d.params)), states2_buf(states_bytes);
+  auto run_fused = [&](bool hooks) {
+    poison_device_buffer(ws2_buf.get(), int64_t(ws2_buf.bytes() / 4), DType::f32, nullptr);
+    poison_device_buffer(states2_buf.get(), chunks * s.K * s.V, DType::f32, nullptr);
+    poison_device_buffer(d.o.get(), s.v_elems(), pr.dtype, nullptr);
+    poison_device_buffer(d.hT.get(), s.state_elems(), DType::f32, nullptr);
+    GdnWyUtWorkspace ws2 = gdn_wy_ut_workspace_view(d.params, ws2_buf.get());
+    if (hooks) {
+      ws2.states = states2_buf.as<float>();
+      ws2.save_U = true;
+    }
+    REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws2, nullptr) == 0);
+    REQUIRE(launch_gdn_wy_ut_states_output(d.params, ws2, nullptr) == 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    check_same_bytes("o", bytes_of(d.o.get(), o_bytes), o_bits);
+    check_same_bytes("hT", bytes_of(d.params.hT, hT_bytes), hT_bits);
+    return ws2;
+  };
+  SECTION("with the hooks on, the fused scan writes U and the chunk states of the unfused one") {
+    const GdnWyUtWorkspace ws2 = run_fused(true);
+    check_same_bytes("U", bytes_of(ws2.U, U_bytes), U_bits);
+    check_same_bytes("chunk states", bytes_of(ws2.states, states_bytes), states_bits);
+  }
+  SECTION("without them, it leaves U0 and has no chunk states to write") {
+    const GdnWyUtWorkspace ws2 = run_fused(false);
+    CHECK(ws2.states == nullptr);
+    check_same_bytes("U0", bytes_of(ws2.U, U_bytes), U0_bits);
+  }
 }
 
 TEST_CASE("wy_ut matches the float64 recurrence over dtypes, lengths, head dims and h0", "[gpu][wy_ut]") {
