@@ -32,9 +32,10 @@
 // Budget (K <= 128: R = 16, W = 8, fp32 state): dynamic shared 128 x 32 x 4 B = 16 KiB of state
 // + T x 2 x 128 x 4 B of q/k rows (1 KiB at T = 1, 8 KiB at T = 8) + 2 x 128 x 3 x 4 B = 3 KiB of
 // new q/k caches; static ~4.4 KiB (v rows, step partials); 24-31 KiB per block. Registers capped
-// at 40 (6 blocks of 8 warps per SM, 48 warps); the front end and the state no longer share the
-// registers, so the step's R = 16 state values fit. K = 256 (W = 16): 32 + 16 + 6 KiB at T = 8,
-// opted in above 48 KiB, 3 blocks per SM. Without 16-byte alignment (V not a multiple of 4 for a
+// at 64 (4 blocks of 8 warps per SM, kDecodeMinBlocks); the front end and the state no longer
+// share the registers, so the step's R = 16 state values fit. K = 256 (W = 16): 32 + 16 + 6 KiB
+// dynamic at T = 8 plus 7.8 KiB static, opted in whenever static + dynamic exceed 48 KiB (a
+// float32 state from T = 2 on). Without 16-byte alignment (V not a multiple of 4 for a
 // float32 pool, of 8 for bf16) each thread loads its own state values after the front end.
 // Rounds: float32 everywhere in the kernel; o rounded to the dtype once; the state is rounded
 // only when stored to a bf16 pool (fused_decode_bf16state), once per launch, not per token.
@@ -237,6 +238,15 @@ gdn_decode_kernel(const GdnFrontEndParams p, unsigned* counters) {
   }
 }
 
+// Static shared memory of a kernel in bytes, or -1 where the query fails.
+template <typename Kernel>
+int64_t decode_static_smem(Kernel kernel) {
+  cudaFuncAttributes attr{};
+  if (cudaFuncGetAttributes(&attr, kernel) == cudaSuccess) return int64_t(attr.sharedSizeBytes);
+  (void)cudaGetLastError();  // not the launch's error: the launch reports its own
+  return -1;
+}
+
 template <typename T, typename St, int kRows, int kWarps>
 cudaError_t launch_decode_shape(const GdnFrontEndParams& p, unsigned* counters, const dim3& grid,
                                 cudaStream_t stream) {
@@ -245,7 +255,14 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, unsigned* counters, 
   // 16-byte copies need every state row of the block on a 16-byte boundary.
   const bool async = p.shape.V % kChunkElems == 0 && reinterpret_cast<uintptr_t>(p.state) % 16 == 0;
   auto kernel = async ? gdn_decode_kernel<T, St, kRows, kWarps, true> : gdn_decode_kernel<T, St, kRows, kWarps, false>;
-  if (smem > 48 * 1024) {
+  // Without the opt-in a launch may use 48 KiB of shared memory in all, static included: the
+  // default dynamic limit is 48 KiB minus the kernel's static part (7.8 KiB at W = 16), so K = 256
+  // with a float32 state at T = 2..5 (43-48 KiB dynamic) needs the opt-in too. The static size
+  // is a property of the compiled kernel; -1 (query failed) always opts in.
+  static const int64_t static_smem[2] = {decode_static_smem(gdn_decode_kernel<T, St, kRows, kWarps, false>),
+                                         decode_static_smem(gdn_decode_kernel<T, St, kRows, kWarps, true>)};
+  const int64_t static_bytes = static_smem[async ? 1 : 0];
+  if (static_bytes < 0 || int64_t(smem) + static_bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess) return e;
   }
