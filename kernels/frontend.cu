@@ -3,20 +3,35 @@
 //   q, k = l2norm(SiLU(causal_conv4(x_q, x_k)))  per head, eps inside the square root
 //   v    = SiLU(causal_conv4(x_v))
 //   g    = -exp(A_log) softplus(a + dt_bias),  beta = sigmoid(b)
-// Work split: one block of 128 threads per (32-token tile, role, b); the roles are the H q heads,
-// the H k heads, the HV v heads and one gate block. A thread owns channels c = tid, tid + 128, ...
-// of its head: it loads the 3 inputs before the tile (previous tokens, or the conv cache at the
-// sequence start), rolls ConvChannel over the tile and stages SiLU(conv) in shared memory; a warp
-// per token then reduces the row's sum of squares (q and k); the tile is written coalesced. The
-// block holding the last token writes the final conv cache: the last 3 inputs, exactly.
-// Differs from the fused decode (kernels/decode.cu) only in its work split: same device functions.
+// Version 1 (thread per channel, the tile staged in shared memory, a warp per token for the
+// norm, a store loop indexing with 64-bit divisions) ran at 1.07 ms at B=1 T=16384 H=HV=32
+// K=V=128 bf16, instruction bound (DRAM 15%, SM 65%; docs/perf-notes.md).
+// Version 2, this one: a thread owns kFeVec = 8 consecutive channels of one head and rolls their
+// convolutions over the kFeTile tokens of its block, so a token's row of a head sits in the
+// registers of `lanes` = next_pow2(ceil(D / 8)) adjacent lanes (16 at D = 128): the sum of
+// squares is a shuffle reduction over those lanes, the outputs go straight from registers to
+// global memory, and nothing is staged in shared memory. Loads and stores move 8 channels at a
+// time (16 bytes in bf16/fp16, two 16-byte accesses in fp32) when K and V are multiples of 8 and
+// the buffers 16-byte aligned (else the same code one element at a time). The loads of the next
+// kFeStep tokens are in flight while a token is computed. Index math: 64-bit only for the row
+// base of the block and the per-token pointer step; everything else is 32-bit.
+// Work split: one block of kFeThreads = 128 threads per (32-token tile, head group, b); a head
+// group is 128 / lanes heads of one tensor (8 q heads at K = 128), then one gate block per tile.
+// The 3 inputs before the tile come from the previous tokens or, at the sequence start, from the
+// conv cache; the block holding the last token writes the final conv cache (the last 3 inputs,
+// reloaded, so exact whatever the tile length).
+// Constraints: K, V <= 256 (lanes <= 32, one warp); grid B <= 65535, head groups + 1 <= 65535.
+// Budget: no shared memory; registers: 8 conv channels (4 taps, bias, 3 inputs: 64 floats),
+// kFeStep tokens of raw inputs in flight (16 registers), a token's 8 outputs; capped at 128 for
+// 4 blocks (16 warps) per SM.
+// Rounds: float32 throughout; q, k, v rounded to the dtype once when written.
 // unfused_conv writes q, k, v in the dtype (the rounding the tensor cores need anyway), g and
 // beta in float32: 2 B T (H K + H K + HV V) dtype bytes and 16 B T HV bytes of traffic that a fused
 // prologue saves.
-// Budget: shared 32 x 256 x 4 B = 32 KiB for the tile + 128 B; registers: the tile's 32 inputs of
-// a channel plus its conv state.
-// Rounds: float32 throughout; q, k, v rounded to the dtype once when written.
 #include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
 
 #include "kernels/frontend.cuh"
 #include "kernels/wy_ut.h"
@@ -26,34 +41,152 @@ namespace {
 constexpr int kFeThreads = 128;
 constexpr int kFeTile = 32;     // tokens per block
 constexpr int kFeMaxDim = 256;  // K and V
+constexpr int kFeVec = 8;       // consecutive channels per thread
 
 size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
-template <typename T>
-__global__ void __launch_bounds__(kFeThreads)
-gdn_frontend_kernel(const GdnFrontEndParams p, T* q, T* k, T* v, float* g, float* beta) {
-  __shared__ float y_s[kFeTile][kFeMaxDim];
-  __shared__ float inv_s[kFeTile];
+// How the heads of a tensor with D channels per head map onto a block: `lanes` adjacent lanes per
+// head (a power of two, lanes * kFeVec >= D), kFeThreads / lanes heads per block.
+struct FeHeadMap {
+  int shift = 0;   // log2(lanes)
+  int groups = 0;  // blocks per tile for the tensor
+};
+FeHeadMap fe_head_map(int64_t D, int64_t heads) {
+  FeHeadMap m;
+  while ((int64_t(1) << m.shift) * kFeVec < D) ++m.shift;
+  const int64_t per_block = kFeThreads >> m.shift;
+  m.groups = int((heads + per_block - 1) / per_block);
+  return m;
+}
+
+// What the kernel needs beyond the params: the head maps and the block rows where k, v and the
+// gates start (q starts at 0).
+struct FeGrid {
+  FeHeadMap qk, v;
+  int k_row = 0, v_row = 0, gate_row = 0;
+};
+
+__device__ __forceinline__ uint32_t fe_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ uint32_t fe_bits(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
+__device__ __forceinline__ uint32_t fe_bits(__half x) { return __half_as_ushort(x); }
+
+// kFeVec consecutive elements of one row (8 channels of a token, or of weights) as raw words: 16-bit
+// types two to a word, element e in the low half of word e / 2 when e is even.
+template <typename T, bool kVector>
+struct FeChunk {
+  static constexpr int kPerWord = 4 / int(sizeof(T));
+  static constexpr int kWords = kFeVec / kPerWord;
+  uint32_t w[kWords];
+
+  // n: elements of the row from p on (<= 0: none); `on` false loads nothing (zeros).
+  // kVector: the caller guarantees p is 16-byte aligned and n >= kFeVec or n <= 0.
+  __device__ __forceinline__ void load(const T* p, int n, bool on) {
+    if constexpr (kVector) {
+#pragma unroll
+      for (int i = 0; i < kWords / 4; ++i) {
+        uint4 u = make_uint4(0, 0, 0, 0);
+        if (on && n > 0) u = __ldg(reinterpret_cast<const uint4*>(p) + i);
+        w[4 * i] = u.x;
+        w[4 * i + 1] = u.y;
+        w[4 * i + 2] = u.z;
+        w[4 * i + 3] = u.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) w[i] = 0;
+#pragma unroll
+      for (int e = 0; e < kFeVec; ++e)
+        if (on && e < n) w[e / kPerWord] |= fe_bits(p[e]) << (32 / kPerWord * (e % kPerWord));
+    }
+  }
+  // Exact: every dtype value is a float.
+  __device__ __forceinline__ void unpack(float (&f)[kFeVec]) const {
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) {
+      const uint32_t word = w[e / kPerWord];
+      if constexpr (sizeof(T) == 4) {
+        f[e] = __uint_as_float(word);
+      } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        f[e] = __uint_as_float(e % 2 ? word & 0xFFFF0000u : word << 16);
+      } else {
+        f[e] = __half2float(__ushort_as_half((unsigned short)(e % 2 ? word >> 16 : word & 0xFFFFu)));
+      }
+    }
+  }
+};
+
+// Rounds y to T (from_float, as every kernel does) and writes the first n <= kFeVec elements at p.
+template <typename T, bool kVector>
+__device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) {
+  if constexpr (kVector) {
+    constexpr int kPerWord = 4 / int(sizeof(T));
+    uint32_t w[kFeVec / kPerWord];
+#pragma unroll
+    for (int i = 0; i < kFeVec / kPerWord; ++i) {
+      w[i] = 0;
+#pragma unroll
+      for (int e = 0; e < kPerWord; ++e) w[i] |= fe_bits(from_float<T>(y[kPerWord * i + e])) << (32 / kPerWord * e);
+    }
+#pragma unroll
+    for (int i = 0; i < kFeVec / kPerWord / 4; ++i)
+      reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e)
+      if (e < n) p[e] = from_float<T>(y[e]);
+  }
+}
+
+// Sum over aligned groups of `lanes` lanes (a power of two <= 32, uniform in the warp).
+__device__ __forceinline__ float fe_lane_group_sum(float x, int lanes) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    if (offset < lanes) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
+  return x;
+}
+
+// Tokens whose loads are in flight while one is computed: 64 bytes per thread in every dtype
+// (4 tokens in bf16/fp16, 2 in fp32); the element-wise path packs its loads with extra registers
+// and keeps 2.
+template <typename T, bool kVector>
+constexpr int kFeStep = kVector ? 64 / (kFeVec * int(sizeof(T))) : 2;
+
+template <typename T, bool kVector>
+__global__ void __launch_bounds__(kFeThreads, 4)
+gdn_frontend_kernel(const GdnFrontEndParams p, const FeGrid fg, T* q, T* k, T* v, float* g, float* beta) {
+  constexpr int kStep = kFeStep<T, kVector>;
+  static_assert(kFeTile % kStep == 0, "whole steps per tile");
   const GdnShape s = p.shape;
   const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kFeTile;
   const int steps = s.T - t0 < kFeTile ? int(s.T - t0) : kFeTile;
-  const int64_t role = blockIdx.y;
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row = int(blockIdx.y), tid = int(threadIdx.x);
 
-  if (role == 2 * s.H + s.HV) {  // the gates of the tile's tokens
+  if (row == fg.gate_row) {  // the gates of the tile's tokens
     const T* a = static_cast<const T*>(p.a);
     const T* bb = static_cast<const T*>(p.b);
-    for (int64_t idx = threadIdx.x; idx < int64_t(steps) * s.HV; idx += kFeThreads) {
-      const int64_t hv = idx % s.HV, gi = (b * s.T + t0) * s.HV + idx;
+    const int HV = int(s.HV), n = steps * HV;
+    const int64_t base = (b * s.T + t0) * s.HV;
+    for (int idx = tid; idx < n; idx += kFeThreads) {
+      const int hv = idx % HV;
+      const int64_t gi = base + idx;
       g[gi] = fe_gate(to_float(a[gi]), p.A_log[hv], p.dt_bias[hv]);
       beta[gi] = fe_beta(to_float(bb[gi]));
     }
     return;
   }
-  const int tensor = role < s.H ? kFeQ : role < 2 * s.H ? kFeK : kFeV;
-  const int64_t head = role - (tensor == kFeQ ? 0 : tensor == kFeK ? s.H : 2 * s.H);
-  const int64_t D = tensor == kFeV ? s.V : s.K, heads = tensor == kFeV ? s.HV : s.H;
-  const int64_t channels = heads * D;
+  const int tensor = row < fg.k_row ? kFeQ : row < fg.v_row ? kFeK : kFeV;
+  const FeHeadMap map = tensor == kFeV ? fg.v : fg.qk;
+  const int group = row - (tensor == kFeQ ? 0 : tensor == kFeK ? fg.k_row : fg.v_row);
+  const int D = int(tensor == kFeV ? s.V : s.K), heads = int(tensor == kFeV ? s.HV : s.H);
+  const int64_t channels = int64_t(heads) * D;
+  const int lanes = 1 << map.shift;
+  const int head = group * (kFeThreads >> map.shift) + (tid >> map.shift);
+  const int c0 = (tid & (lanes - 1)) * kFeVec;
+  // Lanes past the head's channels, or heads past the tensor's, compute zeros and take part in
+  // the shuffles (their group's lanes are all idle or all in the same head).
+  const bool active = head < heads && c0 < D;
+  const int n = D - c0;  // channels of this thread's head from c0 on
+  const int ch = head * D + c0;
   const T* x = static_cast<const T*>(p.x[tensor]);
   const T* w = static_cast<const T*>(p.conv_w[tensor]);
   const T* bias = static_cast<const T*>(p.conv_bias[tensor]);
@@ -61,50 +194,103 @@ gdn_frontend_kernel(const GdnFrontEndParams p, T* q, T* k, T* v, float* g, float
   T* cache_out = static_cast<T*>(p.cache_out[tensor]);
   T* out = tensor == kFeQ ? q : tensor == kFeK ? k : v;
 
-  for (int64_t c = threadIdx.x; c < D; c += kFeThreads) {
-    const int64_t ch = head * D + c;
-    ConvChannel conv;
-    conv.load<T>(w + ch * kConvWidth, bias ? bias + ch : nullptr, nullptr);
+  ConvChannel conv[kFeVec];
+  {
+    // Weights [channels, 4]: the 8 channels' 32 taps are contiguous; bias 8 contiguous.
+    FeChunk<T, kVector> wc[4], bc;
 #pragma unroll
-    for (int i = 0; i < kConvCache; ++i)
-      conv.hist[i] = fe_conv_input(x, cache_in, b, t0 - kConvCache + i, ch, s.T, channels);
-    // All of the tile's loads first, so they are in flight together (one at a time, a block
-    // would wait out kFeTile memory latencies).
-    float xs[kFeTile];
-    const T* xp = x + (b * s.T + t0) * channels + ch;
+    for (int i = 0; i < 4; ++i) wc[i].load(w + int64_t(ch) * kConvWidth + i * kFeVec, kConvWidth * n - i * kFeVec, active);
+    bc.load(bias ? bias + ch : nullptr, n, active && bias);
+    float wf[4][kFeVec], bf[kFeVec];
 #pragma unroll
-    for (int tt = 0; tt < kFeTile; ++tt) {
-      xs[tt] = tt < steps ? to_float(*xp) : 0.0f;
-      xp += channels;
+    for (int i = 0; i < 4; ++i) wc[i].unpack(wf[i]);
+    bc.unpack(bf);
+#pragma unroll
+    for (int c = 0; c < kFeVec; ++c) {
+#pragma unroll
+      for (int i = 0; i < kConvWidth; ++i) conv[c].w[i] = wf[(c * kConvWidth + i) / kFeVec][(c * kConvWidth + i) % kFeVec];
+      conv[c].bias = bf[c];
     }
+  }
+  // The 3 inputs before the tile.
+  const T* xp = x + (b * s.T + t0) * channels + ch;
+  if (t0 > 0) {
 #pragma unroll
-    for (int tt = 0; tt < kFeTile; ++tt)
-      if (tt < steps) y_s[tt][c] = fe_silu(conv.step(xs[tt]));
-    if (t0 + steps == s.T && cache_out) conv.store_cache(cache_out + (b * channels + ch) * kConvCache);
-  }
-  __syncthreads();
-  if (tensor != kFeV) {
-    for (int tt = warp; tt < steps; tt += kFeThreads / 32) {
-      const float ss = fe_warp_sum_sq(y_s[tt], int(D));
-      if (lane == 0) inv_s[tt] = fe_inv_l2(ss, p.l2_eps);
+    for (int i = 0; i < kConvCache; ++i) {
+      FeChunk<T, kVector> hc;
+      hc.load(xp - (kConvCache - i) * channels, n, active);
+      float hf[kFeVec];
+      hc.unpack(hf);
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c) conv[c].hist[i] = hf[c];
     }
-    __syncthreads();
+  } else {
+    const T* cp = cache_in ? cache_in + (b * channels + ch) * kConvCache : nullptr;
+#pragma unroll
+    for (int c = 0; c < kFeVec; ++c)
+#pragma unroll
+      for (int i = 0; i < kConvCache; ++i)
+        conv[c].hist[i] = (cp && active && c < n) ? to_float(cp[c * kConvCache + i]) : 0.0f;
   }
-  for (int64_t idx = threadIdx.x; idx < int64_t(steps) * D; idx += kFeThreads) {
-    const int tt = int(idx / D);
-    const int64_t c = idx % D;
-    const float y = tensor == kFeV ? y_s[tt][c] : y_s[tt][c] * inv_s[tt];
-    out[((b * s.T + t0 + tt) * heads + head) * D + c] = from_float<T>(y);
+
+  // Ring of kStep tokens in flight: slot r holds token tt + r until it is computed, then the
+  // token kStep later.
+  FeChunk<T, kVector> ring[kStep];
+#pragma unroll
+  for (int r = 0; r < kStep; ++r) ring[r].load(xp + r * channels, n, active && r < steps);
+  const T* next = xp + kStep * channels;
+  T* op = out + (b * s.T + t0) * channels + ch;
+  const bool norm = tensor != kFeV;
+  for (int tt = 0; tt < kFeTile; tt += kStep) {
+#pragma unroll
+    for (int r = 0; r < kStep; ++r) {
+      float xf[kFeVec], y[kFeVec];
+      ring[r].unpack(xf);
+      ring[r].load(next, n, active && tt + r + kStep < steps);
+      next += channels;
+      float ss = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c) {
+        y[c] = fe_silu(conv[c].step(xf[c]));
+        ss = fmaf(y[c], y[c], ss);
+      }
+      if (norm) {  // uniform: a block holds one tensor
+        const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), p.l2_eps);
+#pragma unroll
+        for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
+      }
+      if (active && tt + r < steps) fe_store<T, kVector>(op, y, n);
+      op += channels;
+    }
+    if (tt + kStep >= steps) break;
+  }
+  // The final cache: the sequence's last 3 inputs, exactly as read.
+  if (t0 + steps == s.T && cache_out && active) {
+    for (int c = 0; c < kFeVec && c < n; ++c)
+#pragma unroll
+      for (int i = 0; i < kConvCache; ++i)
+        cache_out[(b * channels + ch + c) * kConvCache + i] =
+            from_float<T>(fe_conv_input(x, cache_in, b, s.T - kConvCache + i, int64_t(ch + c), s.T, channels));
   }
 }
 
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
 template <typename T>
-cudaError_t launch_frontend_for_type(const GdnFrontEndParams& p, void* q, void* k, void* v, float* g,
-                                     float* beta, cudaStream_t stream) {
+cudaError_t launch_frontend_for_type(const GdnFrontEndParams& p, const FeGrid& fg, void* q, void* k, void* v,
+                                     float* g, float* beta, cudaStream_t stream) {
   const GdnShape& s = p.shape;
-  const dim3 grid(unsigned((s.T + kFeTile - 1) / kFeTile), unsigned(2 * s.H + s.HV + 1), unsigned(s.B));
-  gdn_frontend_kernel<T><<<grid, kFeThreads, 0, stream>>>(p, static_cast<T*>(q), static_cast<T*>(k),
-                                                         static_cast<T*>(v), g, beta);
+  const dim3 grid(unsigned((s.T + kFeTile - 1) / kFeTile), unsigned(fg.gate_row + 1), unsigned(s.B));
+  // 16-byte accesses need every row of 8 channels on a 16-byte boundary.
+  bool vector = s.K % kFeVec == 0 && s.V % kFeVec == 0 && aligned16(q) && aligned16(k) && aligned16(v);
+  for (int t = 0; t < 3; ++t)
+    vector = vector && aligned16(p.x[t]) && aligned16(p.conv_w[t]) && aligned16(p.conv_bias[t]);
+  if (vector)
+    gdn_frontend_kernel<T, true><<<grid, kFeThreads, 0, stream>>>(p, fg, static_cast<T*>(q), static_cast<T*>(k),
+                                                                 static_cast<T*>(v), g, beta);
+  else
+    gdn_frontend_kernel<T, false><<<grid, kFeThreads, 0, stream>>>(p, fg, static_cast<T*>(q), static_cast<T*>(k),
+                                                                  static_cast<T*>(v), g, beta);
   return cudaGetLastError();
 }
 
@@ -138,15 +324,23 @@ int launch_gdn_frontend(const GdnFrontEndParams& p, void* q, void* k, void* v, f
                         cudaStream_t stream) {
   const GdnShape& s = p.shape;
   if (s.K > kFeMaxDim || s.V > kFeMaxDim || s.K < 1 || s.V < 1 || s.T < 1) return int(cudaErrorInvalidValue);
-  if (s.B > 65535 || 2 * s.H + s.HV + 1 > 65535 || (s.T + kFeTile - 1) / kFeTile > 2147483647)
+  if (s.H < 1 || s.HV < 1 || s.H * s.K > INT32_MAX || s.HV * s.V > INT32_MAX) return int(cudaErrorInvalidValue);
+  FeGrid fg;
+  fg.qk = fe_head_map(s.K, s.H);
+  fg.v = fe_head_map(s.V, s.HV);
+  fg.k_row = fg.qk.groups;
+  fg.v_row = 2 * fg.qk.groups;
+  fg.gate_row = 2 * fg.qk.groups + fg.v.groups;
+  if (s.B > 65535 || fg.gate_row + 1 > 65535 || (s.T + kFeTile - 1) / kFeTile > 2147483647 ||
+      kFeTile * s.HV > INT32_MAX)
     return int(cudaErrorInvalidValue);
   if (!q || !k || !v || !g || !beta || !p.a || !p.b || !p.A_log || !p.dt_bias) return int(cudaErrorInvalidValue);
   for (int t = 0; t < 3; ++t)
     if (!p.x[t] || !p.conv_w[t]) return int(cudaErrorInvalidValue);
   switch (p.dtype) {
-    case DType::f32: return int(launch_frontend_for_type<float>(p, q, k, v, g, beta, stream));
-    case DType::bf16: return int(launch_frontend_for_type<__nv_bfloat16>(p, q, k, v, g, beta, stream));
-    case DType::f16: return int(launch_frontend_for_type<__half>(p, q, k, v, g, beta, stream));
+    case DType::f32: return int(launch_frontend_for_type<float>(p, fg, q, k, v, g, beta, stream));
+    case DType::bf16: return int(launch_frontend_for_type<__nv_bfloat16>(p, fg, q, k, v, g, beta, stream));
+    case DType::f16: return int(launch_frontend_for_type<__half>(p, fg, q, k, v, g, beta, stream));
   }
   return int(cudaErrorInvalidValue);
 }
