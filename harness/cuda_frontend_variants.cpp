@@ -247,7 +247,7 @@ std::optional<std::string> fused_conv_unsupported(const Problem& p) {
   const double need = double(gdn_fused_conv_workspace_bytes(s, p.dtype)) +
                       e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
                       e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
-  return memory_shortfall(need, "projections and wy_ut's workspace");
+  return device_memory_shortfall(need, "projections and wy_ut's workspace");
 }
 
 std::unique_ptr<VariantRun> create_fused_conv(const Problem& p, const HostInputs& in, const RunContext&) {

@@ -166,7 +166,7 @@ std::optional<std::string> wy_ut_unsupported(const Problem& p) {
   // represent it there (bf16 has float32's range).
   if (p.dtype == DType::f16 && p.use_delta && p.k_norm * p.k_norm > 2.0)
     return std::string("wy_ut fp16 splits the state into fp16 operands: a growing state (|k| > sqrt 2) leaves their range; use bf16");
-  return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W and U (and chunk states at K = 256)");
+  return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
 }
 
 std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext&) {

@@ -5,9 +5,11 @@
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
 // Versions: 1 three kernels, one per stage, loads then compute; 2 the scan prefetches the next
-// chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo planes; 3 (this)
-// the output stage runs inside the scan for K <= 128, so the entering states and U never leave the
-// SM (two kernels); K = 256 keeps the three kernels of version 2.
+// chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo planes; 3 the
+// output stage inside the scan for K <= 128 (states_output: the entering states and U never leave
+// the SM). Measured on the H200, version 3 is slower (T = 16384: 2.26 ms against 1.94; the scan's
+// 128 blocks carry the output's work on their sequential chain), so launch_gdn_wy_ut runs the
+// three kernels of version 2 for every K and states_output serves fused_conv only.
 //   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
 //     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
 //     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
@@ -64,8 +66,9 @@
 // raw q and k rows of the next chunk in one buffer, issued right after the barrier that follows
 // this chunk's front end (so the copy still overlaps the products); at the top of each step it
 // builds the q and k tiles, and P moves behind the planes' barrier, so no barrier is added. Every
-// tile equals the front-end kernel's output bit for bit (same operations, same order), so fused_conv
-// gives unfused_conv's o and hT. Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages +
+// tile takes the front-end kernel's operations (version 1's order; version 2 of that kernel sums
+// the squares of the norm in another order, so q and k may differ in their last bit and o agrees
+// with unfused_conv's within the dtype's rounding, not bit for bit). Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages +
 // q, k tiles 34 KiB + raw q, k 33.5 KiB + taps 5 KiB + planes 40 KiB), 121.75 KiB at K = 64;
 // double-buffering the raw rows as well would need 232.5 KiB at K = 128, past the 227 KiB limit.
 // prepare + 5 max(K, V) x 4 B of taps (74.5 KiB at K = V = 128: still 3 blocks per SM). ptxas (bf16 /
@@ -1073,18 +1076,19 @@ const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   return nullptr;
 }
 
-bool gdn_wy_ut_fuses_output(const GdnParams& p) { return p.shape.K <= 128; }
+bool gdn_wy_ut_can_fuse_output(const GdnParams& p) { return p.shape.K <= 128; }
 
-// Parts in order: gamma, W, U, then the entering states where the launcher runs three kernels.
-size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
+// Parts in order: gamma, W, U, then the entering states unless the output is fused into the scan.
+namespace {
+size_t workspace_bytes(const GdnParams& p, bool fused_output) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
-  const size_t states = gdn_wy_ut_fuses_output(p) ? 0 : align256(chunks * size_t(s.K * s.V) * 4);
+  const size_t states = fused_output ? 0 : align256(chunks * size_t(s.K * s.V) * 4);
   return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
          align256(chunks * kC * size_t(s.V) * 4) + states;
 }
 
-GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
+GdnWyUtWorkspace workspace_view(const GdnParams& p, void* workspace, bool fused_output) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
   auto* base = static_cast<unsigned char*>(workspace);
@@ -1096,8 +1100,19 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   base += align256(chunks * kC * size_t(s.K) * 4);
   ws.U = reinterpret_cast<float*>(base);
   base += align256(chunks * kC * size_t(s.V) * 4);
-  if (!gdn_wy_ut_fuses_output(p)) ws.states = reinterpret_cast<float*>(base);
+  if (!fused_output) ws.states = reinterpret_cast<float*>(base);
   return ws;
+}
+
+}  // namespace
+
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) { return workspace_bytes(p, false); }
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
+  return workspace_view(p, workspace, false);
+}
+size_t gdn_wy_ut_fused_workspace_bytes(const GdnParams& p) { return workspace_bytes(p, true); }
+GdnWyUtWorkspace gdn_wy_ut_fused_workspace_view(const GdnParams& p, void* workspace) {
+  return workspace_view(p, workspace, true);
 }
 
 int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
@@ -1119,7 +1134,7 @@ int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
 }
 
 int launch_gdn_wy_ut_states_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !gdn_wy_ut_fuses_output(p) || !workspace_ok(p, ws, false))
+  if (gdn_wy_ut_unsupported(p) || !gdn_wy_ut_can_fuse_output(p) || !workspace_ok(p, ws, false))
     return int(cudaErrorInvalidValue);
   return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16, true>(p, ws, stream)
                                     : states_for_type<__half, true>(p, ws, stream));
@@ -1129,7 +1144,6 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_wy_ut_unsupported(p) || !workspace) return int(cudaErrorInvalidValue);
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, workspace);
   if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;
-  if (gdn_wy_ut_fuses_output(p)) return launch_gdn_wy_ut_states_output(p, ws, stream);
   if (const int e = launch_gdn_wy_ut_states(p, ws, stream)) return e;
   return launch_gdn_wy_ut_output(p, ws, stream);
 }
@@ -1174,7 +1188,7 @@ const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype)
 }
 
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
-  return gdn_wy_ut_workspace_bytes(fused_conv_params(shape, dtype));
+  return gdn_wy_ut_fused_workspace_bytes(fused_conv_params(shape, dtype));
 }
 
 int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStream_t stream) {
@@ -1189,7 +1203,7 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStre
   gp.o = fe.o;
   gp.scale = fe.scale;
   gp.use_delta = fe.use_delta;
-  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(gp, workspace);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_fused_workspace_view(gp, workspace);
   return int(fe.dtype == DType::bf16 ? fused_conv_for_type<__nv_bfloat16>(gp, ws, fe, stream)
                                      : fused_conv_for_type<__half>(gp, ws, fe, stream));
 }

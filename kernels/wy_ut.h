@@ -41,16 +41,18 @@ struct GdnWyUtWorkspace {
   bool save_U = false;
 };
 
-// True where launch_gdn_wy_ut fuses the output into the state scan (K <= 128: two kernels and no
-// chunk states in the workspace); K = 256 runs three kernels (the fused step's registers and
-// shared memory do not fit there).
-bool gdn_wy_ut_fuses_output(const GdnParams& p);
+// True where the scan with the output inside (states_output) exists: K <= 128 (the fused step's
+// registers and shared memory do not fit K = 256). launch_gdn_wy_ut does not use it: on the H200
+// the three kernels are faster (docs/perf-notes.md, "wy_ut version 3"); fused_conv builds on it.
+bool gdn_wy_ut_can_fuse_output(const GdnParams& p);
 
 // Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned).
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
-// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`; states is nullptr
-// where the output is fused.
+// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`.
 GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace);
+// The same for prepare + states_output only: no chunk states (ws.states is nullptr).
+size_t gdn_wy_ut_fused_workspace_bytes(const GdnParams& p);
+GdnWyUtWorkspace gdn_wy_ut_fused_workspace_view(const GdnParams& p, void* workspace);
 
 // The stages, each one kernel launch (return cudaError_t as int, 0 = success):
 //   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0.
@@ -64,6 +66,6 @@ int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 int launch_gdn_wy_ut_states_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 
-// prepare + states_output (K <= 128) or prepare + states + output (K = 256) on `stream`;
+// prepare + states + output on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream);

@@ -180,7 +180,7 @@ TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching t
   CHECK(launch_gdn_wy_ut(p, ws.data(), nullptr) == int(cudaErrorInvalidValue));
 }
 
-TEST_CASE("wy_ut fuses the output into the scan for K <= 128 only", "[wy_ut]") {
+TEST_CASE("wy_ut's scan with the output inside exists for K <= 128 only", "[wy_ut]") {
   GdnParams p;
   p.shape = GdnShape{1, 100, 1, 1, 64, 128};
   int dummy = 0;
@@ -189,31 +189,32 @@ TEST_CASE("wy_ut fuses the output into the scan for K <= 128 only", "[wy_ut]") {
   p.beta = reinterpret_cast<const float*>(&dummy);
   p.chunk = 64;
   p.dtype = DType::bf16;
-  CHECK(gdn_wy_ut_fuses_output(p));
+  CHECK(gdn_wy_ut_can_fuse_output(p));
   p.shape.K = 128;
-  CHECK(gdn_wy_ut_fuses_output(p));
+  CHECK(gdn_wy_ut_can_fuse_output(p));
   p.shape.K = 256;
-  CHECK_FALSE(gdn_wy_ut_fuses_output(p));
+  CHECK_FALSE(gdn_wy_ut_can_fuse_output(p));
   // The fused launcher refuses K = 256 before it looks at the workspace or the device.
   GdnWyUtWorkspace ws;
   CHECK(launch_gdn_wy_ut_states_output(p, ws, nullptr) == int(cudaErrorInvalidValue));
 }
 
 TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
-  // K = 128 fuses the output (no chunk states in the workspace); K = 256 keeps them for stage 3.
+  // The three-kernel launch keeps the chunk states for stage 3; prepare + states_output does not.
   const int64_t K = GENERATE(128, 256);
+  const bool fused = GENERATE(false, true);
   GdnParams p;
   p.shape = GdnShape{2, 130, 1, 3, K, 96};
-  const size_t bytes = gdn_wy_ut_workspace_bytes(p);
+  const size_t bytes = fused ? gdn_wy_ut_fused_workspace_bytes(p) : gdn_wy_ut_workspace_bytes(p);
   std::vector<unsigned char> buffer(bytes + 256);
   unsigned char* base = buffer.data() + (256 - reinterpret_cast<uintptr_t>(buffer.data()) % 256);
-  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base);
+  const GdnWyUtWorkspace ws = fused ? gdn_wy_ut_fused_workspace_view(p, base) : gdn_wy_ut_workspace_view(p, base);
   const int64_t chunks = 2 * 3 * 3;  // B HV ceil(130 / 64)
-  INFO("K " << K);
+  INFO("K " << K << " fused " << fused);
   CHECK(ws.num_chunks == 3);
   struct Part { const float* ptr; int64_t elems; };
   std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96}};
-  if (K == 256) {
+  if (!fused) {
     REQUIRE(ws.states != nullptr);
     parts.push_back({ws.states, chunks * K * 96});
   } else {
@@ -253,8 +254,7 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   const int64_t C = kWyUtChunk, chunks = s.B * s.HV * im.num_chunks;
   DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params));
   DeviceBuffer A_buf(size_t(chunks * C * C) * 4), Tm_buf(size_t(chunks * C * C) * 4);
-  // The unfused stages need the chunk states, which the workspace holds only where the launcher
-  // runs three kernels (K = 256): elsewhere the test provides them.
+  // The unfused stages need the chunk states; the test provides them so that it can poison them.
   DeviceBuffer states_buf(size_t(chunks * s.K * s.V) * 4);
   // Poisoned, so a part a stage leaves unwritten shows as such.
   poison_device_buffer(ws_buf.get(), int64_t(ws_buf.bytes() / 4), DType::f32, nullptr);
@@ -262,8 +262,8 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   poison_device_buffer(Tm_buf.get(), chunks * C * C, DType::f32, nullptr);
   poison_device_buffer(states_buf.get(), chunks * s.K * s.V, DType::f32, nullptr);
   GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get());
-  CHECK((ws.states == nullptr) == gdn_wy_ut_fuses_output(d.params));
-  if (!ws.states) ws.states = states_buf.as<float>();
+  REQUIRE(ws.states != nullptr);
+  ws.states = states_buf.as<float>();
   ws.A = A_buf.as<float>();
   ws.Tm = Tm_buf.as<float>();
   REQUIRE(ws.num_chunks == im.num_chunks);
@@ -302,7 +302,7 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   CHECK(o.nan_count == 0);
   CHECK(o.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
 
-  if (!gdn_wy_ut_fuses_output(d.params)) {
+  if (!gdn_wy_ut_can_fuse_output(d.params)) {
     CHECK(launch_gdn_wy_ut_states_output(d.params, ws, nullptr) == int(cudaErrorInvalidValue));
     return;
   }
@@ -311,13 +311,13 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   const size_t o_bytes = size_t(s.v_elems()) * dtype_bytes(pr.dtype), hT_bytes = size_t(s.state_elems()) * 4;
   const std::vector<unsigned char> U_bits = bytes_of(ws.U, U_bytes), states_bits = bytes_of(ws.states, states_bytes),
                                    hT_bits = bytes_of(d.params.hT, hT_bytes), o_bits = bytes_of(d.o.get(), o_bytes);
-  DeviceBuffer ws2_buf(gdn_wy_ut_workspace_bytes(d.params)), states2_buf(states_bytes);
+  DeviceBuffer ws2_buf(gdn_wy_ut_fused_workspace_bytes(d.params)), states2_buf(states_bytes);
   auto run_fused = [&](bool hooks) {
     poison_device_buffer(ws2_buf.get(), int64_t(ws2_buf.bytes() / 4), DType::f32, nullptr);
     poison_device_buffer(states2_buf.get(), chunks * s.K * s.V, DType::f32, nullptr);
     poison_device_buffer(d.o.get(), s.v_elems(), pr.dtype, nullptr);
     poison_device_buffer(d.hT.get(), s.state_elems(), DType::f32, nullptr);
-    GdnWyUtWorkspace ws2 = gdn_wy_ut_workspace_view(d.params, ws2_buf.get());
+    GdnWyUtWorkspace ws2 = gdn_wy_ut_fused_workspace_view(d.params, ws2_buf.get());
     if (hooks) {
       ws2.states = states2_buf.as<float>();
       ws2.save_U = true;
