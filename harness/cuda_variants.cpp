@@ -94,7 +94,13 @@ class AttnNaiveRun : public CudaRunBase {
     CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_));
     CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.get(), kCublasWorkspaceBytes));
   }
-  void poison_outputs() override { poison(o_, o_elems_, params_.dtype); }
+  // The scores too: the softmax reads what the cuBLAS GEMM wrote, so a score it left unwritten
+  // (compute-sanitizer's initcheck reported such reads, docs/perf-notes.md "Sanitizers") becomes a
+  // NaN in o and a FAIL, not a silent stale value. Batches after the first reuse the buffer.
+  void poison_outputs() override {
+    poison(o_, o_elems_, params_.dtype);
+    poison(workspace_, int64_t(workspace_.bytes() / 4), DType::f32);
+  }
   void launch() override {
     CUDA_CHECK(cudaError_t(launch_attn_naive(params_, workspace_.get(), cublas_.get(), stream_)));
   }

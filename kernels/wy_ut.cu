@@ -15,12 +15,12 @@
 //     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
 //   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
 //     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
-//     (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end. Unfused (K = 256) it saves the
-//     entering state and U to the workspace for stage 3.
+//     (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end. In the three-kernel path
+//     (launch_gdn_wy_ut) it saves the entering state and U to the workspace for stage 3.
 //   2+3 fused (K <= 128): the same step also builds P = (Q K^T) .* D .* causal of its 16 rows per
 //     warp in registers (C fragments of two 16x8 tiles are the A fragment of one 16x16 tile) and
 //     writes o = scale (exp(gamma) .* (Q S0) + P U) from the shared planes of S0 and U.
-//   3 output (K = 256), grid (N, HV, B): P once, then per 32 value columns the o above, S0 and U
+//   3 output, grid (N, HV, B): P once, then per 32 value columns the o above, S0 and U
 //     read back from the workspace. Both paths share the P and o helpers and the product order, so
 //     they give the same o bit for bit (the stage test checks it).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
@@ -55,8 +55,8 @@
 //   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
 //     K = 256. Registers: 8 accumulator tiles while P is built, 4 afterwards; ptxas: 71.
 //   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V) x 4 B, + B HV N K V x 4 B
-//   of chunk states at K = 256 only: ~1 KiB per token and value head at K = V = 128 (W and U;
-//   version 2: ~2 KiB with the states).
+//   of chunk states for stage 3: ~2 KiB per token and value head at K = V = 128 (~1 KiB without
+//   the states, prepare + states_output).
 // fused_conv (kFe, K <= 128; declared in kernels/frontend.h): the same two kernels with the front
 // end (kernels/frontend.cuh) in their prologues, so q, k, v, g, beta never reach global memory.
 // prepare stages the raw k rows of tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) in the
@@ -68,8 +68,10 @@
 // builds the q and k tiles, and P moves behind the planes' barrier, so no barrier is added. Every
 // tile takes the front-end kernel's operations (version 1's order; version 2 of that kernel sums
 // the squares of the norm in another order, so q and k may differ in their last bit and o agrees
-// with unfused_conv's within the dtype's rounding, not bit for bit). Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages +
-// q, k tiles 34 KiB + raw q, k 33.5 KiB + taps 5 KiB + planes 40 KiB), 121.75 KiB at K = 64;
+// with unfused_conv's within the dtype's rounding, not bit for bit). Measured 3x slower than
+// unfused_conv (docs/perf-notes.md, "fused_conv"): the q, k tiles are built on the scan's
+// sequential chain. Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages + q, k
+// tiles 34 KiB + raw q, k 33.5 KiB + taps 5 KiB + planes 40 KiB), 121.75 KiB at K = 64;
 // double-buffering the raw rows as well would need 232.5 KiB at K = 128, past the 227 KiB limit.
 // prepare + 5 max(K, V) x 4 B of taps (74.5 KiB at K = V = 128: still 3 blocks per SM). ptxas (bf16 /
 // fp16): scan 233 / 236 at K = 128, 165 / 168 at K = 64; prepare 88 / 88; no spills.
@@ -893,7 +895,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stage 3 (K = 256; K <= 128 fuses it into the scan): o for one (b, hv, chunk), 32 value columns
+// Stage 3 (states_output fuses it into the scan for K <= 128): o for one (b, hv, chunk), 32 value columns
 // at a time. Warp w owns rows [16w, 16w + 16).
 template <typename T>
 __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
