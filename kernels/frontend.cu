@@ -15,6 +15,9 @@
 // the buffers 16-byte aligned (else the same code one element at a time). The loads of the next
 // kFeStep tokens are in flight while a token is computed. Index math: 64-bit only for the row
 // base of the block and the per-token pointer step; everything else is 32-bit.
+// The per-thread roll (taps, the 3 inputs before the run, conv + SiLU + norm over the run) is
+// fe_roll in kernels/frontend.cuh, which fused_conv's tile builders (kernels/wy_ut.cu) run too:
+// one implementation, so q, k, v come out bit for bit the same in unfused_conv and fused_conv.
 // Work split: one block of kFeThreads = 128 threads per (32-token tile, head group, b); a head
 // group is 128 / lanes heads of one tensor (8 q heads at K = 128), then one gate block per tile.
 // The 3 inputs before the tile come from the previous tokens or, at the sequence start, from the
@@ -23,7 +26,8 @@
 // Constraints: K, V <= 256 (lanes <= 32, one warp); grid B <= 65535, head groups + 1 <= 65535.
 // Budget: no shared memory; registers: 8 conv channels (4 taps, bias, 3 inputs: 64 floats),
 // kFeStep tokens of raw inputs in flight (16 registers), a token's 8 outputs; capped at 128 for
-// 4 blocks (16 warps) per SM.
+// 4 blocks (16 warps) per SM. ptxas (vector / element-wise path): bf16 125 / 117, fp16 126 / 119,
+// fp32 120 / 123 registers; no spills, no stack frame.
 // Rounds: float32 throughout; q, k, v rounded to the dtype once when written.
 // unfused_conv writes q, k, v in the dtype (the rounding the tensor cores need anyway), g and
 // beta in float32: 2 B T (H K + H K + HV V) dtype bytes and 16 B T HV bytes of traffic that a fused
@@ -31,7 +35,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/frontend.cuh"
 #include "kernels/wy_ut.h"
@@ -41,7 +44,6 @@ namespace {
 constexpr int kFeThreads = 128;
 constexpr int kFeTile = 32;     // tokens per block
 constexpr int kFeMaxDim = 256;  // K and V
-constexpr int kFeVec = 8;       // consecutive channels per thread
 
 size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
@@ -53,7 +55,7 @@ struct FeHeadMap {
 };
 FeHeadMap fe_head_map(int64_t D, int64_t heads) {
   FeHeadMap m;
-  while ((int64_t(1) << m.shift) * kFeVec < D) ++m.shift;
+  m.shift = fe_lanes_log2(int(D));
   const int64_t per_block = kFeThreads >> m.shift;
   m.groups = int((heads + per_block - 1) / per_block);
   return m;
@@ -66,96 +68,10 @@ struct FeGrid {
   int k_row = 0, v_row = 0, gate_row = 0;
 };
 
-__device__ __forceinline__ uint32_t fe_bits(float x) { return __float_as_uint(x); }
-__device__ __forceinline__ uint32_t fe_bits(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
-__device__ __forceinline__ uint32_t fe_bits(__half x) { return __half_as_ushort(x); }
-
-// kFeVec consecutive elements of one row (8 channels of a token, or of weights) as raw words: 16-bit
-// types two to a word, element e in the low half of word e / 2 when e is even.
-template <typename T, bool kVector>
-struct FeChunk {
-  static constexpr int kPerWord = 4 / int(sizeof(T));
-  static constexpr int kWords = kFeVec / kPerWord;
-  uint32_t w[kWords];
-
-  // n: elements of the row from p on (<= 0: none); `on` false loads nothing (zeros).
-  // kVector: the caller guarantees p is 16-byte aligned and n >= kFeVec or n <= 0.
-  __device__ __forceinline__ void load(const T* p, int n, bool on) {
-    if constexpr (kVector) {
-#pragma unroll
-      for (int i = 0; i < kWords / 4; ++i) {
-        uint4 u = make_uint4(0, 0, 0, 0);
-        if (on && n > 0) u = __ldg(reinterpret_cast<const uint4*>(p) + i);
-        w[4 * i] = u.x;
-        w[4 * i + 1] = u.y;
-        w[4 * i + 2] = u.z;
-        w[4 * i + 3] = u.w;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < kWords; ++i) w[i] = 0;
-#pragma unroll
-      for (int e = 0; e < kFeVec; ++e)
-        if (on && e < n) w[e / kPerWord] |= fe_bits(p[e]) << (32 / kPerWord * (e % kPerWord));
-    }
-  }
-  // Exact: every dtype value is a float.
-  __device__ __forceinline__ void unpack(float (&f)[kFeVec]) const {
-#pragma unroll
-    for (int e = 0; e < kFeVec; ++e) {
-      const uint32_t word = w[e / kPerWord];
-      if constexpr (sizeof(T) == 4) {
-        f[e] = __uint_as_float(word);
-      } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-        f[e] = __uint_as_float(e % 2 ? word & 0xFFFF0000u : word << 16);
-      } else {
-        f[e] = __half2float(__ushort_as_half((unsigned short)(e % 2 ? word >> 16 : word & 0xFFFFu)));
-      }
-    }
-  }
-};
-
-// Rounds y to T (from_float, as every kernel does) and writes the first n <= kFeVec elements at p.
-template <typename T, bool kVector>
-__device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) {
-  if constexpr (kVector) {
-    constexpr int kPerWord = 4 / int(sizeof(T));
-    uint32_t w[kFeVec / kPerWord];
-#pragma unroll
-    for (int i = 0; i < kFeVec / kPerWord; ++i) {
-      w[i] = 0;
-#pragma unroll
-      for (int e = 0; e < kPerWord; ++e) w[i] |= fe_bits(from_float<T>(y[kPerWord * i + e])) << (32 / kPerWord * e);
-    }
-#pragma unroll
-    for (int i = 0; i < kFeVec / kPerWord / 4; ++i)
-      reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < kFeVec; ++e)
-      if (e < n) p[e] = from_float<T>(y[e]);
-  }
-}
-
-// Sum over aligned groups of `lanes` lanes (a power of two <= 32, uniform in the warp).
-__device__ __forceinline__ float fe_lane_group_sum(float x, int lanes) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2)
-    if (offset < lanes) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
-  return x;
-}
-
-// Tokens whose loads are in flight while one is computed: 64 bytes per thread in every dtype
-// (4 tokens in bf16/fp16, 2 in fp32); the element-wise path packs its loads with extra registers
-// and keeps 2.
-template <typename T, bool kVector>
-constexpr int kFeStep = kVector ? 64 / (kFeVec * int(sizeof(T))) : 2;
-
 template <typename T, bool kVector>
 __global__ void __launch_bounds__(kFeThreads, 4)
 gdn_frontend_kernel(const GdnFrontEndParams p, const FeGrid fg, T* q, T* k, T* v, float* g, float* beta) {
-  constexpr int kStep = kFeStep<T, kVector>;
-  static_assert(kFeTile % kStep == 0, "whole steps per tile");
+  static_assert(kFeTile % kFeStep<T, kVector> == 0, "whole steps per tile");
   const GdnShape s = p.shape;
   const int64_t b = blockIdx.z, t0 = int64_t(blockIdx.x) * kFeTile;
   const int steps = s.T - t0 < kFeTile ? int(s.T - t0) : kFeTile;
@@ -195,75 +111,14 @@ gdn_frontend_kernel(const GdnFrontEndParams p, const FeGrid fg, T* q, T* k, T* v
   T* out = tensor == kFeQ ? q : tensor == kFeK ? k : v;
 
   ConvChannel conv[kFeVec];
-  {
-    // Weights [channels, 4]: the 8 channels' 32 taps are contiguous; bias 8 contiguous.
-    FeChunk<T, kVector> wc[4], bc;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) wc[i].load(w + int64_t(ch) * kConvWidth + i * kFeVec, kConvWidth * n - i * kFeVec, active);
-    bc.load(bias ? bias + ch : nullptr, n, active && bias);
-    float wf[4][kFeVec], bf[kFeVec];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) wc[i].unpack(wf[i]);
-    bc.unpack(bf);
-#pragma unroll
-    for (int c = 0; c < kFeVec; ++c) {
-#pragma unroll
-      for (int i = 0; i < kConvWidth; ++i) conv[c].w[i] = wf[(c * kConvWidth + i) / kFeVec][(c * kConvWidth + i) % kFeVec];
-      conv[c].bias = bf[c];
-    }
-  }
-  // The 3 inputs before the tile.
+  fe_load_taps<T, kVector>(conv, w, bias, ch, n, active);
   const T* xp = x + (b * s.T + t0) * channels + ch;
-  if (t0 > 0) {
-#pragma unroll
-    for (int i = 0; i < kConvCache; ++i) {
-      FeChunk<T, kVector> hc;
-      hc.load(xp - (kConvCache - i) * channels, n, active);
-      float hf[kFeVec];
-      hc.unpack(hf);
-#pragma unroll
-      for (int c = 0; c < kFeVec; ++c) conv[c].hist[i] = hf[c];
-    }
-  } else {
-    const T* cp = cache_in ? cache_in + (b * channels + ch) * kConvCache : nullptr;
-#pragma unroll
-    for (int c = 0; c < kFeVec; ++c)
-#pragma unroll
-      for (int i = 0; i < kConvCache; ++i)
-        conv[c].hist[i] = (cp && active && c < n) ? to_float(cp[c * kConvCache + i]) : 0.0f;
-  }
-
-  // Ring of kStep tokens in flight: slot r holds token tt + r until it is computed, then the
-  // token kStep later.
-  FeChunk<T, kVector> ring[kStep];
-#pragma unroll
-  for (int r = 0; r < kStep; ++r) ring[r].load(xp + r * channels, n, active && r < steps);
-  const T* next = xp + kStep * channels;
+  fe_load_history<T, kVector>(conv, xp, cache_in, b, t0, channels, ch, n, active);
   T* op = out + (b * s.T + t0) * channels + ch;
-  const bool norm = tensor != kFeV;
-  for (int tt = 0; tt < kFeTile; tt += kStep) {
-#pragma unroll
-    for (int r = 0; r < kStep; ++r) {
-      float xf[kFeVec], y[kFeVec];
-      ring[r].unpack(xf);
-      ring[r].load(next, n, active && tt + r + kStep < steps);
-      next += channels;
-      float ss = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kFeVec; ++c) {
-        y[c] = fe_silu(conv[c].step(xf[c]));
-        ss = fmaf(y[c], y[c], ss);
-      }
-      if (norm) {  // uniform: a block holds one tensor
-        const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), p.l2_eps);
-#pragma unroll
-        for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
-      }
-      if (active && tt + r < steps) fe_store<T, kVector>(op, y, n);
-      op += channels;
-    }
-    if (tt + kStep >= steps) break;
-  }
+  fe_roll<T, kVector>(conv, xp, channels, steps, steps, n, active, tensor != kFeV, lanes, p.l2_eps,
+                      [&](int i, const float (&y)[kFeVec], bool) {
+                        if (active) fe_store<T, kVector>(op + i * channels, y, n);
+                      });
   // The final cache: the sequence's last 3 inputs, exactly as read.
   if (t0 + steps == s.T && cache_out && active) {
     for (int c = 0; c < kFeVec && c < n; ++c)

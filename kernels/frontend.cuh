@@ -1,10 +1,14 @@
 // Device functions of the GDN front end (DESIGN.md section 1, "Fused front end"), the one
 // definition every kernel that reads raw projections uses (kernels/frontend.cu,
-// kernels/decode.cu, a fused wy_ut prologue). Each works on one channel, one element or one row,
-// so a caller maps them onto its own tile: a thread per channel rolling ConvChannel over tokens,
-// or a tile of rows calling fe_conv on inputs fetched with fe_conv_input.
+// kernels/decode.cu, the fused_conv prologues of kernels/wy_ut.cu). The scalar functions work on
+// one channel or one element; fe_roll is the register-rolled run of one thread (kFeVec
+// consecutive channels over consecutive tokens) that the front-end kernel and fused_conv's tile
+// builders share, so q, k, v come out of the same operations in the same order in both.
 // Rounds: everything in float32 (the reference is float64); expf/log1pf/sqrtf without fast-math.
 #pragma once
+#include <cstdint>
+#include <type_traits>
+
 #include "kernels/cuda_common.cuh"
 #include "kernels/frontend.h"
 
@@ -72,10 +76,197 @@ struct ConvChannel {
   }
 };
 
-// Sum of squares of row[0, n) by one warp (every lane gets it).
-__device__ __forceinline__ float fe_warp_sum_sq(const float* row, int n) {
-  const int lane = threadIdx.x % 32;
-  float ss = 0.0f;
-  for (int i = lane; i < n; i += 32) ss = fmaf(row[i], row[i], ss);
-  return group_sum<32>(ss);
+// ---------------------------------------------------------------------------------------------
+// The register-rolled run: a thread owns kFeVec consecutive channels of one head and carries
+// their convolutions over a run of consecutive tokens; a token's row of the head sits in `lanes`
+// = 2^fe_lanes_log2(D) adjacent, aligned lanes, so the per-token sum of squares of the L2 norm is
+// a shuffle reduction over those lanes (the same lanes and order wherever it runs).
+
+constexpr int kFeVec = 8;  // consecutive channels per thread
+
+// log2 of the lanes that hold one row of D channels: the least power of two with lanes * kFeVec >= D.
+__host__ __device__ constexpr int fe_lanes_log2(int D) {
+  int shift = 0;
+  while ((1 << shift) * kFeVec < D) ++shift;
+  return shift;
+}
+
+__device__ __forceinline__ uint32_t fe_bits(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ uint32_t fe_bits(__nv_bfloat16 x) { return __bfloat16_as_ushort(x); }
+__device__ __forceinline__ uint32_t fe_bits(__half x) { return __half_as_ushort(x); }
+
+// kFeVec consecutive elements of one row (8 channels of a token, or of weights) as raw words: 16-bit
+// types two to a word, element e in the low half of word e / 2 when e is even.
+template <typename T, bool kVector>
+struct FeChunk {
+  static constexpr int kPerWord = 4 / int(sizeof(T));
+  static constexpr int kWords = kFeVec / kPerWord;
+  uint32_t w[kWords];
+
+  // n: elements of the row from p on (<= 0: none); `on` false loads nothing (zeros).
+  // kVector: the caller guarantees p is 16-byte aligned and n >= kFeVec or n <= 0.
+  __device__ __forceinline__ void load(const T* p, int n, bool on) {
+    if constexpr (kVector) {
+#pragma unroll
+      for (int i = 0; i < kWords / 4; ++i) {
+        uint4 u = make_uint4(0, 0, 0, 0);
+        if (on && n > 0) u = __ldg(reinterpret_cast<const uint4*>(p) + i);
+        w[4 * i] = u.x;
+        w[4 * i + 1] = u.y;
+        w[4 * i + 2] = u.z;
+        w[4 * i + 3] = u.w;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) w[i] = 0;
+#pragma unroll
+      for (int e = 0; e < kFeVec; ++e)
+        if (on && e < n) w[e / kPerWord] |= fe_bits(p[e]) << (32 / kPerWord * (e % kPerWord));
+    }
+  }
+  // Exact: every dtype value is a float.
+  __device__ __forceinline__ void unpack(float (&f)[kFeVec]) const {
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) {
+      const uint32_t word = w[e / kPerWord];
+      if constexpr (sizeof(T) == 4) {
+        f[e] = __uint_as_float(word);
+      } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+        f[e] = __uint_as_float(e % 2 ? word & 0xFFFF0000u : word << 16);
+      } else {
+        f[e] = __half2float(__ushort_as_half((unsigned short)(e % 2 ? word >> 16 : word & 0xFFFFu)));
+      }
+    }
+  }
+};
+
+// Rounds y to T (from_float, as every kernel does) and writes the first n <= kFeVec elements at p
+// (global or shared memory; kVector: p 16-byte aligned and n >= kFeVec).
+template <typename T, bool kVector>
+__device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) {
+  if constexpr (kVector) {
+    constexpr int kPerWord = 4 / int(sizeof(T));
+    uint32_t w[kFeVec / kPerWord];
+#pragma unroll
+    for (int i = 0; i < kFeVec / kPerWord; ++i) {
+      w[i] = 0;
+#pragma unroll
+      for (int e = 0; e < kPerWord; ++e)
+        w[i] |= fe_bits(from_float<T>(y[kPerWord * i + e])) << (32 / kPerWord * e);
+    }
+#pragma unroll
+    for (int i = 0; i < kFeVec / kPerWord / 4; ++i)
+      reinterpret_cast<uint4*>(p)[i] = make_uint4(w[4 * i], w[4 * i + 1], w[4 * i + 2], w[4 * i + 3]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e)
+      if (e < n) p[e] = from_float<T>(y[e]);
+  }
+}
+
+// Sum over aligned groups of `lanes` lanes (a power of two <= 32, uniform in the warp). Every lane
+// of a group gets the same bits (each level adds the same two partial sums, in either order).
+__device__ __forceinline__ float fe_lane_group_sum(float x, int lanes) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    if (offset < lanes) x += __shfl_xor_sync(0xFFFFFFFFu, x, offset);
+  return x;
+}
+
+// Tokens whose loads are in flight while one is computed: 64 bytes per thread in every dtype
+// (4 tokens in bf16/fp16, 2 in fp32); the element-wise path packs its loads with extra registers
+// and keeps 2.
+template <typename T, bool kVector>
+constexpr int kFeStep = kVector ? 64 / (kFeVec * int(sizeof(T))) : 2;
+
+// The conv taps and biases of channels [ch, ch + kFeVec) of a [channels, 4] weight tensor (n:
+// channels of the head from ch on; bias nullptr: no bias; `active` false: zeros). The 8 channels'
+// 32 taps are contiguous, so they come in four 8-element loads.
+template <typename T, bool kVector>
+__device__ __forceinline__ void fe_load_taps(ConvChannel (&conv)[kFeVec], const T* w, const T* bias,
+                                             int64_t ch, int n, bool active) {
+  FeChunk<T, kVector> wc[kConvWidth], bc;
+#pragma unroll
+  for (int i = 0; i < kConvWidth; ++i)
+    wc[i].load(w + ch * kConvWidth + i * kFeVec, kConvWidth * n - i * kFeVec, active);
+  bc.load(bias ? bias + ch : nullptr, n, active && bias);
+  float wf[kConvWidth][kFeVec], bf[kFeVec];
+#pragma unroll
+  for (int i = 0; i < kConvWidth; ++i) wc[i].unpack(wf[i]);
+  bc.unpack(bf);
+#pragma unroll
+  for (int c = 0; c < kFeVec; ++c) {
+#pragma unroll
+    for (int i = 0; i < kConvWidth; ++i) {
+      const int tap = c * kConvWidth + i;  // taps of the 8 channels, channel-major
+      conv[c].w[i] = wf[tap / kFeVec][tap % kFeVec];
+    }
+    conv[c].bias = bf[c];
+  }
+}
+
+// The 3 inputs before token t_first of channels [ch, ch + kFeVec) of sequence b: rows of the
+// projection x [B, T, channels] where t >= 0, the conv cache [B, channels, 3] (nullptr: zeros)
+// before the sequence start. x_first points at x's row t_first, channel ch; callers ask only for
+// t_first < T (then every row read here exists).
+template <typename T, bool kVector>
+__device__ __forceinline__ void fe_load_history(ConvChannel (&conv)[kFeVec], const T* x_first, const T* cache,
+                                                int64_t b, int64_t t_first, int64_t channels, int64_t ch,
+                                                int n, bool active) {
+#pragma unroll
+  for (int i = 0; i < kConvCache; ++i) {
+    const int64_t t = t_first - kConvCache + i;
+    if (t >= 0) {
+      FeChunk<T, kVector> hc;
+      hc.load(x_first - (kConvCache - i) * channels, n, active);
+      float hf[kFeVec];
+      hc.unpack(hf);
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c) conv[c].hist[i] = hf[c];
+    } else {
+      const T* cp = cache ? cache + (b * channels + ch) * kConvCache + (kConvCache + t) : nullptr;
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c)
+        conv[c].hist[i] = (cp && active && c < n) ? to_float(cp[c * kConvCache]) : 0.0f;
+    }
+  }
+}
+
+// One thread's run: the convolutions in `conv` (taps and history loaded) rolled over `tokens`
+// consecutive tokens from x (the row of the first token at the thread's channel; rows `stride`
+// elements apart), SiLU, and with `norm` the L2 norm over the head's row (eps inside the root).
+// Only the first `valid` tokens are read (the rest convolve zeros); sink(i, y, i < valid) takes the
+// outputs of token i < tokens in order. The ring keeps the next kFeStep tokens' loads in flight.
+// `tokens`, `norm` and `lanes` must be uniform in the warp (the shuffles); `valid` and `active`
+// need not be. n, active: as in FeChunk::load.
+template <typename T, bool kVector, typename Sink>
+__device__ __forceinline__ void fe_roll(ConvChannel (&conv)[kFeVec], const T* x, int64_t stride, int tokens,
+                                        int valid, int n, bool active, bool norm, int lanes, float eps,
+                                        Sink&& sink) {
+  constexpr int kStep = kFeStep<T, kVector>;
+  FeChunk<T, kVector> ring[kStep];  // slot r: token tt + r until it is computed, then kStep later
+#pragma unroll
+  for (int r = 0; r < kStep; ++r) ring[r].load(x + r * stride, n, active && r < valid);
+  const T* next = x + kStep * stride;
+  for (int tt = 0; tt < tokens; tt += kStep) {
+#pragma unroll
+    for (int r = 0; r < kStep; ++r) {
+      float xf[kFeVec], y[kFeVec];
+      ring[r].unpack(xf);
+      ring[r].load(next, n, active && tt + r + kStep < valid);
+      next += stride;
+      float ss = 0.0f;
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c) {
+        y[c] = fe_silu(conv[c].step(xf[c]));
+        ss = fmaf(y[c], y[c], ss);
+      }
+      if (norm) {
+        const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), eps);
+#pragma unroll
+        for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
+      }
+      if (tt + r < tokens) sink(tt + r, y, tt + r < valid);
+    }
+  }
 }
