@@ -244,10 +244,11 @@ std::optional<std::string> fused_conv_unsupported(const Problem& p) {
   if (const char* why = gdn_fused_conv_shape_unsupported(p.shape, p.dtype)) return std::string(why);
   const GdnShape& s = p.shape;
   const double e = double(dtype_bytes(p.dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
+  // The workspace holds wy_ut's parts and the normalised k; then projections, a, b, o, caches, h0, hT.
   const double need = double(gdn_fused_conv_workspace_bytes(s, p.dtype)) +
                       e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
                       e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
-  return device_memory_shortfall(need, "projections and wy_ut's workspace");
+  return device_memory_shortfall(need, "projections, wy_ut's workspace and the normalised k");
 }
 
 std::unique_ptr<VariantRun> create_fused_conv(const Problem& p, const HostInputs& in, const RunContext&) {

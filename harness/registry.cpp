@@ -43,7 +43,8 @@ const std::vector<VariantInfo>& variant_registry() {
       takes_frontend({"fused_conv", Family::gdn, Backend::cuda, Precision::tensor_core_frontend, false, 64,
                       "bf16 fp16", "K in {64, 128}; V a multiple of 32 <= 256", fused_conv_unsupported,
                       create_fused_conv,
-                      "wy_ut with the front end (conv, SiLU, L2 norm, gates) in its prologues: no q, k, v in memory"},
+                      "wy_ut with the front end (conv, SiLU, L2 norm, gates) in prepare and output: "
+                      "k once in memory"},
                      frontend_min_bytes_f32_state),
       takes_frontend({"fused_decode", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0,
                       "fp32 bf16 fp16", "T <= 8 new tokens; K, V <= 256", fused_decode_unsupported,

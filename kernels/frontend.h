@@ -67,12 +67,16 @@ const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType 
 size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype);
 int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
-// fused_conv: wy_ut (prepare + the fused-output scan) with the front end in the prologue of both
-// kernels, so q, k, v, g, beta never reach global memory (defined in kernels/wy_ut.cu, beside the
-// kernels it extends). Inputs and outputs those of unfused_conv; bf16 or fp16, K in {64, 128}, V a
-// multiple of 32 <= 256. nullptr when it can run the shape, else why not.
+// fused_conv: wy_ut's three kernels with the front end in the prologues of prepare (k, v, g, beta)
+// and output (q), the state scan unchanged (defined in kernels/wy_ut.cu, beside the kernels it
+// extends). k reaches global memory once, normalised, in the workspace like W and U (prepare writes
+// it, the scan and output read it); q, v, g, beta never. Inputs and outputs those of unfused_conv;
+// bf16 or fp16, K in {64, 128}, V a multiple of 32 <= 256. nullptr when it can run the shape, else
+// why not. The launcher also refuses (cudaErrorInvalidValue) projections, conv weights or biases
+// that are not 16-byte aligned, and final conv caches that overlap the initial ones.
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype);
-// wy_ut's workspace (gamma, W, U0/U), each part 256-byte aligned.
+// wy_ut's workspace (gamma, W, U, the chunk states), then k [B, T, H, K] in dtype; each part
+// 256-byte aligned.
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype);
 int launch_gdn_fused_conv(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 

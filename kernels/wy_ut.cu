@@ -4,25 +4,21 @@
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
-// Versions: 1 three kernels, one per stage, loads then compute; 2 the scan prefetches the next
-// chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo planes; 3 the
-// output stage inside the scan for K <= 128 (states_output: the entering states and U never leave
-// the SM). Measured on the H200, version 3 is slower (T = 16384: 2.26 ms against 1.94; the scan's
-// 128 blocks carry the output's work on their sequential chain), so launch_gdn_wy_ut runs the
-// three kernels of version 2 for every K and states_output serves fused_conv only.
+// Versions: 1 three kernels, one per stage, loads then compute; 2 (this one) the scan prefetches
+// the next chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo
+// planes; 3 put the output stage inside the scan for K <= 128 (states_output). Measured on the
+// H200, version 3 was slower (T = 16384: 2.26 ms against 1.94; the scan's 128 blocks carried the
+// output's work on their sequential chain) and was removed once fused_conv stopped using it
+// (docs/perf-notes.md keeps its record); every path runs the three kernels of version 2.
 //   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
 //     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
 //     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
 //   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
 //     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
-//     (exp(gamma_last - gamma) .* U) on tensor cores; hT at the end. In the three-kernel path
-//     (launch_gdn_wy_ut) it saves the entering state and U to the workspace for stage 3.
-//   2+3 fused (K <= 128): the same step also builds P = (Q K^T) .* D .* causal of its 16 rows per
-//     warp in registers (C fragments of two 16x8 tiles are the A fragment of one 16x16 tile) and
-//     writes o = scale (exp(gamma) .* (Q S0) + P U) from the shared planes of S0 and U.
-//   3 output, grid (N, HV, B): P once, then per 32 value columns the o above, S0 and U
-//     read back from the workspace. Both paths share the P and o helpers and the product order, so
-//     they give the same o bit for bit (the stage test checks it).
+//     (exp(gamma_last - gamma) .* U) on tensor cores; it saves the entering state and U to the
+//     workspace for stage 3, and hT at the end.
+//   3 output, grid (N, HV, B): P = (Q K^T) .* D .* causal once, then per 32 value columns
+//     o = scale (exp(gamma) .* (Q S0) + P U), S0 and U read back from the workspace.
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
 // Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
@@ -41,40 +37,37 @@
 // the scan's grid is V/32 x HV x B blocks, one per SM, so its registers cost no occupancy):
 //   prepare: k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) + A, Tm
 //     64 x 68 x 4 B = 17 KiB each + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
-//     = 104 KiB at K = V = 256. Registers: 8 accumulator tiles (32) + split Tm fragments (32);
-//     ptxas: 80.
+//     = 104 KiB at K = V = 256, 72 KiB at 128 (3 blocks per SM). Registers: 8 accumulator tiles
+//     (32) + split Tm fragments (32); ptxas: 80.
 //   states, one stage: k 64 x (K+8) x 2 B (17 KiB at 128) + W 64 x (K+8) x 4 B (34 KiB) + U0
-//     64 x 36 x 4 B (9 KiB) + gamma 256 B, (fused) + q 17 KiB; planes (K+64) x 40 x 2 B x 2 for
-//     S0 and exp(gL - gamma) .* U (30 KiB at 128), (fused) + 64 x 40 x 2 B x 2 for U (10 KiB).
-//     Unfused: 2 stages + planes = 150.5 KiB at K = 128, 1 stage + planes = 158.3 KiB at 256.
-//     Fused: 2 x 77.25 + 40 = 194.5 KiB at K = 128, 120.5 KiB at 64 (227 KiB available).
-//     Registers: state K x 32 / 128 threads (32 floats at K = 128) + U 16 + W S partial sums 32;
-//     fused + P hi/lo fragments 32 (held from the start of the step to P U) + o 16. ptxas (bf16 /
-//     fp16): unfused 166 / 168, 162 / 164, 232 / 233 at K = 64, 128, 256; fused 230 / 221 at 64,
-//     245 / 243 at 128.
+//     64 x 36 x 4 B (9 KiB) + gamma 256 B; planes (K+64) x 40 x 2 B x 2 for S0 and
+//     exp(gL - gamma) .* U (30 KiB at 128). 2 stages + planes = 150.5 KiB at K = 128, 1 stage +
+//     planes = 158.3 KiB at 256. Registers: state K x 32 / 128 threads (32 floats at K = 128) + U
+//     16 + W S partial sums 32; ptxas (bf16 / fp16): 168 / 168, 162 / 164, 254 / 233 at K = 64,
+//     128, 256.
 //   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
-//     K = 256. Registers: 8 accumulator tiles while P is built, 4 afterwards; ptxas: 71.
-//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V) x 4 B, + B HV N K V x 4 B
-//   of chunk states for stage 3: ~2 KiB per token and value head at K = V = 128 (~1 KiB without
-//   the states, prepare + states_output).
-// fused_conv (kFe, K <= 128; declared in kernels/frontend.h): the same two kernels with the front
-// end (kernels/frontend.cuh) in their prologues, so q, k, v, g, beta never reach global memory.
-// prepare stages the raw k rows of tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) in the
-// A/Tm tiles, builds the k tile (conv, SiLU, L2 norm), then the same for v (no norm), and g, beta
-// from a, b; its last-chunk blocks write the final conv caches (v per value head, q and k by the
-// first value head of each group only). The scan keeps W, U0, gamma double-buffered and stages the
-// raw q and k rows of the next chunk in one buffer, issued right after the barrier that follows
-// this chunk's front end (so the copy still overlaps the products); at the top of each step it
-// builds the q and k tiles, and P moves behind the planes' barrier, so no barrier is added. Every
-// tile takes the front-end kernel's operations (version 1's order; version 2 of that kernel sums
-// the squares of the norm in another order, so q and k may differ in their last bit and o agrees
-// with unfused_conv's within the dtype's rounding, not bit for bit). Measured 3x slower than
-// unfused_conv (docs/perf-notes.md, "fused_conv"): the q, k tiles are built on the scan's
-// sequential chain. Shared memory: the scan 199 KiB at K = 128 (2 x 43.25 KiB stages + q, k
-// tiles 34 KiB + raw q, k 33.5 KiB + taps 5 KiB + planes 40 KiB), 121.75 KiB at K = 64;
-// double-buffering the raw rows as well would need 232.5 KiB at K = 128, past the 227 KiB limit.
-// prepare + 5 max(K, V) x 4 B of taps (74.5 KiB at K = V = 128: still 3 blocks per SM). ptxas (bf16 /
-// fp16): scan 233 / 236 at K = 128, 165 / 168 at K = 64; prepare 88 / 88; no spills.
+//     K = 256, 61.25 KiB at 128 (3 blocks per SM). Registers: 8 accumulator tiles while P is
+//     built, 4 afterwards; ptxas: 71.
+//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma,
+//   W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
+// fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): the three kernels with the
+// front end (kernels/frontend.cuh) in the prologues of prepare and output, the scan unchanged.
+// prepare builds its k tile (conv, SiLU, L2 norm) and v tile (conv, SiLU) from the raw rows of
+// tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) and g, beta from a, b; one value head of
+// each q/k head group (the one that writes the final q/k conv caches) also writes the k tile to
+// fused_conv's workspace, [B, T, H, K] like p.k, where the scan and output read it. Output builds
+// its q tile from the raw q rows the same way. So k reaches global memory once, in the workspace
+// like W and U; q, v, g, beta never. The front end runs in the parallel kernels only (N x HV x B
+// blocks), not on the scan's sequential chain (fused_conv's version 1 built q and k in the fused
+// scan: 3x slower than unfused_conv, docs/perf-notes.md). The tile builder (fe_build_tile) is the
+// front-end kernel's register roll (fe_roll): a thread owns 8 consecutive channels of a run of
+// 64 x lanes / 128 consecutive rows (8 at D = 128), 16-byte loads of the run and its 3 rows
+// before, conv and SiLU in registers, the per-row sum of squares by shuffles over the lanes of
+// the row, 16-byte stores to the tile; so q, k, v are the front-end kernel's bits and o, hT equal
+// unfused_conv's bit for bit. Shared memory: as without the front end (the raw rows and taps stay
+// in registers). ptxas (bf16 / fp16): prepare 127 / 128 (80 without; 3 blocks per SM at
+// K = V = 128 either way, 4 at 64), output 120 / 119 (71 without; 3 blocks per SM at K = 128
+// either way, 4 instead of 5 at 64); no spills, no stack frame.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
 // float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
 // column g) hit 32 distinct banks.
@@ -200,78 +193,47 @@ __device__ __forceinline__ void load_rows(T* dst, int ld, const T* src, int64_t 
 }
 
 // ---------------------------------------------------------------------------------------------
-// The front-end prologue of fused_conv (kernels/frontend.cuh's device functions on a chunk's rows):
-// q, k, v never exist in global memory; prepare and the scan build their 16-bit tiles from the raw
-// projections staged in shared memory.
+// The front-end prologue of fused_conv: prepare and output build their 16-bit tiles straight from
+// the raw projections (q, v, g and beta never exist in global memory; k once, in the workspace).
 
-// Raw rows of one head, tokens [t0 - 3, t0 + 64) (kFeRows rows of D channels, row stride D) of
-// x [B, T, channels] at channel ch0: cp.async where t is in [0, T), zero-filled past T, the conv
-// cache [B, channels, 3] before the sequence start (ordinary stores: its rows are not 16-byte
-// vectors; zeros without a cache). The caller commits and waits.
-constexpr int kFeRows = kC + kConvCache;
+// Rows [0, 64) of one head's 16-bit tile (row stride ld) for the chunk at token t0 (L rows in the
+// sequence, zeros past them), from the raw projection x [B, T, channels] at channels [ch0, ch0 + D):
+// conv4 (the cache before t = 0), SiLU, and with `norm` the L2 norm of each row. The roll of the
+// front-end kernel (fe_roll, kernels/frontend.cuh): thread tid owns kFeVec channels of a run of
+// kC x lanes / kThreads consecutive rows (8 at D = 128; D >= 32 here, so at least 2) with the 3
+// input rows before the run, so each row is, bit for bit, what gdn_frontend_kernel writes for
+// that token. `copy` (nullptr: none) gets
+// the rows < L as well, [B, T, .] with rows copy_stride elements apart at channel ch0.
+// x, w and bias 16-byte aligned and D a multiple of 8 (the launcher checks).
 template <typename T>
-__device__ __forceinline__ void stage_raw_rows(T* dst, const T* x, const T* cache, int64_t b, int64_t t0,
-                                               int64_t T_len, int64_t channels, int64_t ch0, int D) {
-  const int vecs = D / 8;
-  for (int e = threadIdx.x; e < kFeRows * vecs; e += kThreads) {
-    const int rr = e / vecs, c = (e % vecs) * 8;
-    const int64_t t = t0 - kConvCache + rr;
-    if (t < 0) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        dst[rr * D + c + i] = cache ? cache[(b * channels + ch0 + c + i) * kConvCache + (kConvCache + t)]
-                                    : from_float<T>(0.0f);
-    } else {
-      const bool valid = t < T_len;
-      cp_async16(dst + rr * D + c, valid ? x + (b * T_len + t) * channels + ch0 + c : x, valid);
-    }
-  }
-}
-
-// Conv taps of channels [ch0, ch0 + D) as float32, tap-major (w_s[i D + c]: lanes read consecutive
-// words), then the biases (zeros without).
-template <typename T>
-__device__ __forceinline__ void load_conv_weights(float* w_s, const T* w, const T* bias, int64_t ch0, int D) {
-  for (int c = threadIdx.x; c < D; c += kThreads) {
-#pragma unroll
-    for (int i = 0; i < kConvWidth; ++i) w_s[i * D + c] = to_float(w[(ch0 + c) * kConvWidth + i]);
-    w_s[kConvWidth * D + c] = bias ? to_float(bias[ch0 + c]) : 0.0f;
-  }
-}
-
-// Rows [0, 64) of a 16-bit tile (row stride ld) from raw rows staged by stage_raw_rows: row r is
-// SiLU(conv4(raw rows r .. r + 3)), L2-normalised when kNorm, rows past L zero. Warp w takes rows
-// w, w + 4, ...; lane l channels l + 32 j (j < kJ, D <= 32 kJ), so the sum of squares runs in
-// fe_warp_sum_sq's order: the tile equals, bit for bit, what the front-end kernel writes.
-template <typename T, bool kNorm, int kJ>
-__device__ __forceinline__ void fe_tile(T* dst, int ld, const T* raw, int D, const float* w_s, int L, float eps) {
-  const int warp = int(threadIdx.x >> 5), lane = lane_id();
-  const float* bias_s = w_s + kConvWidth * D;
-  for (int r = warp; r < kC; r += kThreads / 32) {
-    if (r >= L) {  // warp-uniform
-      for (int c = lane; c < D; c += 32) dst[r * ld + c] = from_float<T>(0.0f);
-      continue;
-    }
-    float y[kJ];
-    float ss = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      const int c = lane + 32 * j;
-      if (32 * j >= D) break;
-      const float w[kConvWidth] = {w_s[c], w_s[D + c], w_s[2 * D + c], w_s[3 * D + c]};
-      const T* xr = raw + r * D + c;
-      y[j] = fe_silu(fe_conv(w, bias_s[c], to_float(xr[0]), to_float(xr[D]), to_float(xr[2 * D]),
-                             to_float(xr[3 * D])));
-      ss = fmaf(y[j], y[j], ss);
-    }
-    float inv = 1.0f;
-    if constexpr (kNorm) inv = fe_inv_l2(group_sum<32>(ss), eps);
-#pragma unroll
-    for (int j = 0; j < kJ; ++j) {
-      if (32 * j >= D) break;
-      dst[r * ld + lane + 32 * j] = from_float<T>(kNorm ? y[j] * inv : y[j]);
-    }
-  }
+__device__ __forceinline__ void fe_build_tile(T* dst, int ld, const T* x, const T* cache, const T* w,
+                                              const T* bias, int64_t b, int64_t t0, int64_t T_len,
+                                              int64_t channels, int64_t ch0, int D, int L, bool norm,
+                                              float eps, T* copy, int64_t copy_stride) {
+  const int shift = fe_lanes_log2(D), lanes = 1 << shift;
+  const int run = kC * lanes / kThreads;
+  const int tid = int(threadIdx.x);
+  const int r0 = (tid >> shift) * run, c0 = (tid & (lanes - 1)) * kFeVec, n = D - c0;
+  const bool active = c0 < D;  // lanes past the head's channels compute zeros, write nothing
+  const int valid = L - r0 < 0 ? 0 : (L - r0 < run ? L - r0 : run);
+  const bool reads = active && valid > 0;  // the run's rows (and the 3 before) exist
+  const int64_t ch = ch0 + c0;
+  const T* xr = x + (b * T_len + t0 + r0) * channels + ch;
+  ConvChannel conv[kFeVec];
+  fe_load_taps<T, true>(conv, w, bias, ch, n, active);
+  fe_load_history<T, true>(conv, xr, cache, b, t0 + r0, channels, ch, n, reads);
+  T* cp = copy ? copy + (b * T_len + t0 + r0) * copy_stride + ch : nullptr;
+  fe_roll<T, true>(conv, xr, channels, run, valid, n, reads, norm, lanes, eps,
+                   [&](int i, const float (&y)[kFeVec], bool in_sequence) {
+                     if (!active) return;
+                     T* row = dst + (r0 + i) * ld + c0;
+                     if (!in_sequence) {
+                       *reinterpret_cast<uint4*>(row) = make_uint4(0, 0, 0, 0);
+                       return;
+                     }
+                     fe_store<T, true>(row, y, n);
+                     if (cp) fe_store<T, true>(cp + i * copy_stride, y, n);
+                   });
 }
 
 // The final conv cache of channels [ch0, ch0 + D): the last 3 inputs of the sequence, the initial
@@ -293,13 +255,6 @@ __host__ __device__ constexpr int tile16_bytes(int rows, int cols) { return rows
 __host__ __device__ constexpr int prepare_smem_bytes(int K, int V) {
   return tile16_bytes(kC, K) + tile16_bytes(kC, V) + 2 * kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
 }
-// With the front-end prologue: + conv taps and biases of one head (float32, max(K, V) channels;
-// sized to the shape so that K = V = 128 keeps 3 blocks per SM). The raw rows (67 x 256 x 2 B at
-// most) borrow A and Tm (2 x 64 x 68 x 4 B), not yet in use.
-__host__ __device__ constexpr int prepare_fe_smem_bytes(int K, int V) {
-  return prepare_smem_bytes(K, V) + (kConvWidth + 1) * (K > V ? K : V) * 4;
-}
-static_assert(kFeRows * 256 * 2 <= 2 * kC * kLdCC * 4, "raw rows must fit in the A and Tm tiles");
 __host__ __device__ constexpr int output_kS0_bytes(int K) {
   return tile16_bytes(kC, K) > K * kLdBV * 4 ? tile16_bytes(kC, K) : K * kLdBV * 4;
 }
@@ -309,11 +264,13 @@ __host__ __device__ constexpr int output_smem_bytes(int K) {
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: gamma, A, Tm, W, U0 for one (b, hv, chunk). Warp w owns rows [16w, 16w + 16).
-// kFe (fused_conv): k, v, g and beta come from the raw projections in `fe` (the prologue below)
-// instead of p.k, p.v, p.g, p.beta; the blocks of the last chunk also write the final conv caches.
+// kFe (fused_conv): k, v, g and beta come from the raw projections in `fe` instead of p.k, p.v,
+// p.g, p.beta; the normalised k tile also goes to k_out ([B, T, H, K], for the scan and output),
+// written by one value head of each q/k head group; the blocks of the last chunk write the final
+// conv caches.
 template <typename T, bool kFe>
 __global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
+gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe, T* k_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
@@ -333,38 +290,28 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
 
   if constexpr (kFe) {
-    // One tensor at a time through the same raw rows and taps: k (conv, SiLU, L2 norm), then v
-    // (conv, SiLU); g and beta per row from the gate inputs.
-    T* raw_s = reinterpret_cast<T*>(A_s);
-    float* cw_s_fe = cu_s + kC;  // [5][D]: taps, then biases
+    // k (conv, SiLU, L2 norm) and v (conv, SiLU) tiles from the raw rows; g and beta per row.
     const T* const* x = reinterpret_cast<const T* const*>(fe.x);
     const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
     const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
     const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
-    stage_raw_rows(raw_s, x[kFeK], cin[kFeK], b, t0, s.T, s.H * K, h * K, K);
-    cp_async_commit();
-    load_conv_weights(cw_s_fe, cw[kFeK], cb[kFeK], h * K, K);
+    // One writer per q/k head: the rule of the final q/k conv caches below.
+    const bool group_writer = hv % (s.HV / s.H) == 0;
+    fe_build_tile(k_s, ldk, x[kFeK], cin[kFeK], cw[kFeK], cb[kFeK], b, t0, s.T, s.H * K, h * K, K, L, true,
+                  fe.l2_eps, group_writer ? k_out : nullptr, s.H * K);
+    fe_build_tile(v_s, ldv, x[kFeV], cin[kFeV], cw[kFeV], cb[kFeV], b, t0, s.T, s.HV * V, hv * V, V, L, false,
+                  fe.l2_eps, static_cast<T*>(nullptr), 0);
     if (tid < kC) {
       const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
       Y_s[tid] = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
       beta_s[tid] = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
     }
-    cp_async_wait<0>();
-    __syncthreads();
-    fe_tile<T, true, 8>(k_s, ldk, raw_s, K, cw_s_fe, L, fe.l2_eps);
-    __syncthreads();  // raw rows and taps consumed
-    stage_raw_rows(raw_s, x[kFeV], cin[kFeV], b, t0, s.T, s.HV * V, hv * V, V);
-    cp_async_commit();
-    load_conv_weights(cw_s_fe, cw[kFeV], cb[kFeV], hv * V, V);
-    cp_async_wait<0>();
-    __syncthreads();
-    fe_tile<T, false, 8>(v_s, ldv, raw_s, V, cw_s_fe, L, fe.l2_eps);
     // Final conv caches, each channel by one block: v by every (last chunk, hv); q and k, which
     // HV / H value heads share, by the first value head of the group only.
     if (n == N - 1) {
       T* const* cout = reinterpret_cast<T* const*>(fe.cache_out);
       if (cout[kFeV]) store_final_cache(cout[kFeV], x[kFeV], cin[kFeV], b, s.T, s.HV * V, hv * V, V);
-      if (hv % (s.HV / s.H) == 0)
+      if (group_writer)
 #pragma unroll
         for (int tsr = kFeQ; tsr <= kFeK; ++tsr)
           if (cout[tsr]) store_final_cache(cout[tsr], x[tsr], cin[tsr], b, s.T, s.H * K, h * K, K);
@@ -489,8 +436,7 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
 }
 
 // ---------------------------------------------------------------------------------------------
-// Helpers of the output math, shared by the output kernel and the fused scan so that both paths
-// compute o with the same products in the same order (bit for bit the same o).
+// Helpers of the output stage.
 
 // P = (Q K^T) .* D .* causal (diagonal included) for the rows [16 warp, 16 warp + 16) of a chunk,
 // q and k tiles with rows of `ld` elements: exact operands, float32 result in the C fragments of
@@ -511,21 +457,6 @@ __device__ __forceinline__ void causal_qk(float acc[8][4], const T* q_s, const T
     for (int e = 0; e < 4; ++e) {
       const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
       acc[nt][e] = j <= i && i < L ? acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
-    }
-}
-
-// The C fragments of two adjacent 16x8 tiles (2ks, 2ks + 1) are, register for register, the A
-// fragment of the 16x16 tile ks (tensor_core.cuh: a0 = c0 c1 of tile 2ks at (g, t..t+1), a1 = its
-// c2 c3 at (g+8, t..), a2 = c0 c1 of tile 2ks+1 at (g, t+8..), a3 = its c2 c3 at (g+8, t+8..)), so
-// a float32 result becomes a split A operand without a trip through shared memory.
-template <typename T>
-__device__ __forceinline__ void c_to_a_split(const float acc[8][4], uint32_t hi[4][4], uint32_t lo[4][4]) {
-#pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float* c = acc[2 * ks + (i >> 1)] + 2 * (i & 1);
-      split2<T>(c[0], c[1], hi[ks][i], lo[ks][i]);
     }
 }
 
@@ -563,41 +494,26 @@ __device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const fl
 // copied into the other half of a double buffer (cp.async) while this chunk is computed; the
 // sequential chain is then shared-memory and tensor-core work only. At K = 256 two buffers do not
 // fit, and the copy is issued at the top of the step instead (no overlap).
-// kFuse (K <= 128): stage 3 runs inside the step. The q tile travels in the same stage; P (rows of
-// warp w) is built in registers as soon as the tiles land; the entering state's planes (already
-// there for W S) give Q S0, and U's own hi/lo planes (beside the decayed ones the update reads)
-// give P U, so neither the entering state nor U has to leave the SM. The three barriers per step
-// are those of the unfused scan: P U reads other warps' U rows only after the barrier that
-// publishes them, and the planes are rewritten only after the next step's first barrier.
-template <int kK, bool kFuse, bool kFe = false>
+template <int kK>
 struct StateLayout {
-  static_assert(!kFuse || kK <= 128, "the fused step does not fit K = 256");
-  static_assert(!kFe || kFuse, "the front-end prologue runs in the fused scan only");
   static constexpr int kStages = kK == 256 ? 1 : 2;
-  static constexpr int kLdk = kK + 8;    // 16-bit k and q rows
+  static constexpr int kLdk = kK + 8;    // 16-bit k rows
   static constexpr int kLdw = kK + 8;    // float32 W rows (8 floats apart mod 32 banks)
   static constexpr int kLdp = kBV + 8;   // 16-bit hi/lo planes of S and U: 80-byte rows
   static constexpr int kK16 = kC * kLdk * 2, kW = kC * kLdw * 4, kU0 = kC * kLdBV * 4, kG = kC * 4;
-  // One stage: k, W, U0, gamma, then q (fused only); every part a multiple of 16 bytes. With the
-  // front end the stage holds W, U0 and gamma only.
-  static constexpr int kOffW = kFe ? 0 : kK16, kOffU0 = kOffW + kW, kOffG = kOffU0 + kU0, kOffQ = kOffG + kG;
-  static constexpr int kStage = kOffQ + (kFuse && !kFe ? kK16 : 0);
-  // Front end, after the stages, single-buffered: the q and k tiles it builds, the raw q and k rows
-  // [t0 - 3, t0 + 64) they come from, the conv taps and biases of q then k (float32, 5 x K each).
-  static constexpr int kRaw = kFeRows * kK * 2, kTaps = (kConvWidth + 1) * kK * 4;
-  static constexpr int kOffFe = kStages * kStage;
-  static constexpr int kOffQt = kOffFe + kK16, kOffRawQ = kOffQt + kK16, kOffRawK = kOffRawQ + kRaw;
-  static constexpr int kOffTaps = kOffRawK + kRaw;
-  static constexpr int kOffPlanes = kOffFe + (kFe ? 2 * kK16 + 2 * kRaw + 2 * kTaps : 0);
+  // One stage: k, W, U0, gamma; every part a multiple of 16 bytes.
+  static constexpr int kOffW = kK16, kOffU0 = kOffW + kW, kOffG = kOffU0 + kU0;
+  static constexpr int kStage = kOffG + kG;
+  static constexpr int kOffPlanes = kStages * kStage;
   static constexpr int kSPlane = kK * kLdp * 2, kUPlane = kC * kLdp * 2;
-  static constexpr int kBytes = kOffPlanes + 2 * kSPlane + (kFuse ? 4 : 2) * kUPlane;
+  static constexpr int kBytes = kOffPlanes + 2 * kSPlane + 2 * kUPlane;
   static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
-template <typename T, int kK, bool kFuse, bool kFe>
+template <typename T, int kK>
 __global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
-  using Lay = StateLayout<kK, kFuse, kFe>;
+gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  using Lay = StateLayout<kK>;
   constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   extern __shared__ __align__(16) unsigned char smem[];
   unsigned char* planes = smem + Lay::kOffPlanes;
@@ -605,38 +521,28 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
   T* S_lo = S_hi + kK * kLdp;
   T* U_hi = S_lo + kK * kLdp;              // [C][kLdp] exp(gL - gamma) .* U, split
   T* U_lo = U_hi + kC * kLdp;
-  T* R_hi = U_lo + kC * kLdp;              // [C][kLdp] U itself, split (fused only)
-  T* R_lo = R_hi + kC * kLdp;
 
   const GdnShape s = p.shape;
   const int64_t V = s.V, v0 = int64_t(blockIdx.x) * kBV, hv = blockIdx.y, b = blockIdx.z;
   const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv, N = ws.num_chunks;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
   const int row0 = warp * (kK / 4);
-  // The fused scan hands U and the entering states to the workspace only when a test asks.
-  const bool save_U = !kFuse || ws.save_U;
 
-  // The tiles of chunk n in buffer `buf`: k (and q) rows, zero past the end; W, U0 and gamma (the
+  // The tiles of chunk n in buffer `buf`: k rows, zero past the end; W, U0 and gamma (the
   // workspace pads every chunk to 64 rows with zeros).
-  auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + (kFe ? Lay::kOffFe : buf * Lay::kStage)); };
+  auto k_tile = [&](int buf) { return reinterpret_cast<T*>(smem + buf * Lay::kStage); };
   auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffW); };
   auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffU0); };
   auto g_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG); };
-  auto q_tile = [&](int buf) {
-    return reinterpret_cast<T*>(smem + (kFe ? Lay::kOffQt : buf * Lay::kStage + Lay::kOffQ));
-  };
   auto issue_copies = [&](int64_t n, int buf) {
     const int64_t t0 = n * kC, chunk = head * N + n;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    const int64_t qk0 = ((b * s.T + t0) * s.H + h) * kK;
-    auto copy_rows16 = [&](T* dst, const T* src) {  // rows past the end: zero-filled, not read
-      for (int x = tid; x < kC * (kK / 8); x += kThreads) {
-        const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
-        cp_async16(dst + r * kLdk + c, r < L ? src + r * s.H * kK + c : src, r < L);
-      }
-    };
-    if (!kFe) copy_rows16(k_tile(buf), static_cast<const T*>(p.k) + qk0);
-    if (kFuse && !kFe) copy_rows16(q_tile(buf), static_cast<const T*>(p.q) + qk0);
+    const T* k_src = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
+    T* k_dst = k_tile(buf);
+    for (int x = tid; x < kC * (kK / 8); x += kThreads) {  // rows past the end: zero-filled, not read
+      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
+      cp_async16(k_dst + r * kLdk + c, r < L ? k_src + r * s.H * kK + c : k_src, r < L);
+    }
     if (p.use_delta) {
       const float* w_src = ws.W + chunk * kC * kK;
       float* w_dst = w_tile(buf);
@@ -652,19 +558,6 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
       cp_async16(u_dst + r * kLdBV + c, u_src + int64_t(r) * V + c, true);
     }
     if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + chunk * kC + 4 * tid, true);
-    cp_async_commit();
-  };
-  // Front end: the raw q and k rows of chunk n (one buffer: issued once the previous chunk's have
-  // been turned into tiles).
-  T* raw_q = reinterpret_cast<T*>(smem + Lay::kOffRawQ);
-  T* raw_k = reinterpret_cast<T*>(smem + Lay::kOffRawK);
-  float* taps_q = reinterpret_cast<float*>(smem + Lay::kOffTaps);
-  float* taps_k = taps_q + (kConvWidth + 1) * kK;
-  auto issue_raw = [&](int64_t n) {
-    const T* const* x = reinterpret_cast<const T* const*>(fe.x);
-    const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
-    stage_raw_rows(raw_q, x[kFeQ], cin[kFeQ], b, n * kC, s.T, s.H * kK, h * kK, kK);
-    stage_raw_rows(raw_k, x[kFeK], cin[kFeK], b, n * kC, s.T, s.H * kK, h * kK, kK);
     cp_async_commit();
   };
 
@@ -684,13 +577,6 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
         }
   }
 
-  if constexpr (kFe) {
-    const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
-    const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
-    load_conv_weights(taps_q, cw[kFeQ], cb[kFeQ], h * kK, kK);
-    load_conv_weights(taps_k, cw[kFeK], cb[kFeK], h * kK, kK);
-    issue_raw(0);
-  }
   if (Lay::kStages == 2) issue_copies(0, 0);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t t0 = n * kC, chunk = head * N + n;
@@ -704,28 +590,12 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
     __syncthreads();  // chunk n's tiles are visible; the previous step's reads are done
     if (Lay::kStages == 2 && n + 1 < N) issue_copies(n + 1, buf ^ 1);
     const T* k_s = k_tile(buf);
-    const T* q_s = q_tile(buf);  // fused only
     const float* W_s = w_tile(buf);
     const float* U0_s = u_tile(buf);
     const float* gamma_s = g_tile(buf);
 
-    // Fused: P of this warp's rows, split into A fragments (16 registers each for hi and lo). It
-    // needs only this chunk's tiles, so it is off the state's dependent chain.
-    uint32_t p_hi[4][4], p_lo[4][4];
-    if constexpr (kFe) {
-      // Front end: the q and k tiles of this chunk from its raw rows. Their barrier is the one
-      // that publishes the state's planes below; P is built after it.
-      fe_tile<T, true, kK / 32>(q_tile(0), kLdk, raw_q, kK, taps_q, L, fe.l2_eps);
-      fe_tile<T, true, kK / 32>(k_tile(0), kLdk, raw_k, kK, taps_k, L, fe.l2_eps);
-    } else if constexpr (kFuse) {
-      float acc[8][4];
-      causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
-      c_to_a_split<T>(acc, p_hi, p_lo);
-    }
-
-    {  // the entering state: split into the B operand planes of W S (and Q S0); to the workspace
-       // for stage 3 (unfused) or for a test (fused, when ws.states is set)
-      float* st = ws.states ? ws.states + chunk * kK * V + v0 : nullptr;
+    {  // the entering state: split into the B operand planes of W S; to the workspace for stage 3
+      float* st = ws.states + chunk * kK * V + v0;
 #pragma unroll
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -738,16 +608,10 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
             split2<T>(x.x, x.y, hi, lo);
             *reinterpret_cast<uint32_t*>(S_hi + r * kLdp + c) = hi;
             *reinterpret_cast<uint32_t*>(S_lo + r * kLdp + c) = lo;
-            if (st) *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
+            *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
           }
     }
     __syncthreads();
-    if constexpr (kFe) {
-      if (n + 1 < N) issue_raw(n + 1);  // every warp has read this chunk's raw rows
-      float acc[8][4];
-      causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
-      c_to_a_split<T>(acc, p_hi, p_lo);
-    }
 
     // U = U0 - W S: W and S both float32, three products (Wh Sh + Wl Sh + Wh Sl). Two partial sums
     // (even and odd k steps) halve the dependent chain of mma instructions.
@@ -795,16 +659,11 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
       for (int nt = 0; nt < 4; ++nt) {
         const int c = 8 * nt + t;
         const float u0 = u[nt][2 * hh], u1 = u[nt][2 * hh + 1];
-        if (save_U) *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u0, u1);
+        *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u0, u1);
         uint32_t hi, lo;
         split2<T>(d * u0, d * u1, hi, lo);
         *reinterpret_cast<uint32_t*>(U_hi + r * kLdp + c) = hi;
         *reinterpret_cast<uint32_t*>(U_lo + r * kLdp + c) = lo;
-        if (kFuse) {
-          split2<T>(u0, u1, hi, lo);
-          *reinterpret_cast<uint32_t*>(R_hi + r * kLdp + c) = hi;
-          *reinterpret_cast<uint32_t*>(R_lo + r * kLdp + c) = lo;
-        }
       }
     }
     __syncthreads();
@@ -836,48 +695,6 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
         }
       }
     }
-
-    // Fused: o = scale (exp(gamma) .* (Q S0) + P U) for this warp's rows, the products and their
-    // order those of the output kernel (lo before hi, Q S0 before P U): Q exact and S0 split from
-    // the entering state's planes (two products), P and U both split (three). P is zero past the
-    // warp's diagonal block, so U rows [0, 16w + 16) suffice: all published by the barrier above.
-    if constexpr (kFuse) {
-      float acc[4][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < kK / 16; ++ks) {
-        uint32_t a[4];
-        ldsm_a(a, q_s + 16 * warp * kLdk + 16 * ks, kLdk);
-#pragma unroll
-        for (int np = 0; np < 2; ++np) {
-          uint32_t bh[2][2], bl[2][2];
-          ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
-          ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            Mma<T>::run(acc[2 * np + j], a, bl[j]);
-            Mma<T>::run(acc[2 * np + j], a, bh[j]);
-          }
-        }
-      }
-      scale_rows(acc, expf(gamma_s[16 * warp + g]), expf(gamma_s[16 * warp + g + 8]));
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        if (ks > warp) break;
-#pragma unroll
-        for (int np = 0; np < 2; ++np) {
-          uint32_t bh[2][2], bl[2][2];
-          ldsm_b2_trans(bh, R_hi + 16 * ks * kLdp + 16 * np, kLdp);
-          ldsm_b2_trans(bl, R_lo + 16 * ks * kLdp + 16 * np, kLdp);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            Mma<T>::run(acc[2 * np + j], p_lo[ks], bh[j]);
-            Mma<T>::run(acc[2 * np + j], p_hi[ks], bl[j]);
-            Mma<T>::run(acc[2 * np + j], p_hi[ks], bh[j]);
-          }
-        }
-      }
-      store_o<T>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + v0, s.HV * V, p.scale, acc, L);
-    }
   }
 
   if (p.hT) {
@@ -895,10 +712,12 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFr
 }
 
 // ---------------------------------------------------------------------------------------------
-// Stage 3 (states_output fuses it into the scan for K <= 128): o for one (b, hv, chunk), 32 value columns
-// at a time. Warp w owns rows [16w, 16w + 16).
-template <typename T>
-__global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+// Stage 3: o for one (b, hv, chunk), 32 value columns at a time. Warp w owns rows [16w, 16w + 16).
+// kFe (fused_conv): the q tile comes from the raw q projection in `fe` (conv, SiLU, L2 norm), not
+// from p.q; k from p.k as always (there, the normalised k that prepare wrote).
+template <typename T, bool kFe>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), ldk = K + 8;
@@ -915,7 +734,13 @@ __global__ void __launch_bounds__(kThreads) gdn_wy_ut_output_kernel(const GdnPar
   const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
 
-  load_rows(q_s, ldk, static_cast<const T*>(p.q) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+  if constexpr (kFe) {
+    fe_build_tile(q_s, ldk, static_cast<const T*>(fe.x[kFeQ]), static_cast<const T*>(fe.cache_in[kFeQ]),
+                  static_cast<const T*>(fe.conv_w[kFeQ]), static_cast<const T*>(fe.conv_bias[kFeQ]), b, t0,
+                  s.T, s.H * K, h * K, K, L, true, fe.l2_eps, static_cast<T*>(nullptr), 0);
+  } else {
+    load_rows(q_s, ldk, static_cast<const T*>(p.q) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+  }
   load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
   if (tid < kC) gamma_s[tid] = ws.gamma[chunk * kC + tid];
   __syncthreads();
@@ -994,66 +819,60 @@ cudaError_t allow_smem(Kernel kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
-// kFe: with the front-end prologue reading `fe` (fused_conv); otherwise fe is unused.
+// kFe: with the front-end prologue reading `fe` and writing the normalised k to k_out (fused_conv);
+// otherwise fe and k_out are unused.
 template <typename T, bool kFe = false>
 cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                             const GdnFrontEndParams& fe = GdnFrontEndParams()) {
-  const int K = int(p.shape.K), V = int(p.shape.V);
-  const int bytes = kFe ? prepare_fe_smem_bytes(K, V) : prepare_smem_bytes(K, V);
+                             const GdnFrontEndParams& fe = GdnFrontEndParams(), T* k_out = nullptr) {
+  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
   if (const cudaError_t e = allow_smem(gdn_wy_ut_prepare_kernel<T, kFe>, bytes)) return e;
   const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_prepare_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
+  gdn_wy_ut_prepare_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe, k_out);
   return cudaGetLastError();
 }
 
-template <typename T, int kK, bool kFuse, bool kFe = false>
-cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                         const GdnFrontEndParams& fe = GdnFrontEndParams()) {
-  const int bytes = StateLayout<kK, kFuse, kFe>::kBytes;
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK, kFuse, kFe>, bytes)) return e;
+template <typename T, int kK>
+cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const int bytes = StateLayout<kK>::kBytes;
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK>, bytes)) return e;
   const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_state_kernel<T, kK, kFuse, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
+  gdn_wy_ut_state_kernel<T, kK><<<grid, kThreads, bytes, stream>>>(p, ws);
   return cudaGetLastError();
 }
 
-// fused_conv: prepare and the fused scan, both with the front-end prologue.
+template <typename T>
+cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  switch (p.shape.K) {
+    case 64: return states_for_k<T, 64>(p, ws, stream);
+    case 128: return states_for_k<T, 128>(p, ws, stream);
+    case 256: return states_for_k<T, 256>(p, ws, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T, bool kFe = false>
+cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+  const int bytes = output_smem_bytes(int(p.shape.K));
+  if (const cudaError_t e = allow_smem(gdn_wy_ut_output_kernel<T, kFe>, bytes)) return e;
+  const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
+  gdn_wy_ut_output_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
+  return cudaGetLastError();
+}
+
+// fused_conv: prepare with the front end (k, v, g, beta; the normalised k into p.k), the plain
+// scan on that k, output with the front end (q).
 template <typename T>
 cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, const GdnFrontEndParams& fe,
                                 cudaStream_t stream) {
-  if (const cudaError_t e = prepare_for_type<T, true>(p, ws, stream, fe)) return e;
-  switch (p.shape.K) {
-    case 64: return states_for_k<T, 64, true, true>(p, ws, stream, fe);
-    case 128: return states_for_k<T, 128, true, true>(p, ws, stream, fe);
-  }
-  return cudaErrorInvalidValue;
+  T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
+  if (const cudaError_t e = prepare_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
+  if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
+  return output_for_type<T, true>(p, ws, stream, fe);
 }
 
-// kFuse: the scan with the output inside (K <= 128 only).
-template <typename T, bool kFuse>
-cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  switch (p.shape.K) {
-    case 64: return states_for_k<T, 64, kFuse>(p, ws, stream);
-    case 128: return states_for_k<T, 128, kFuse>(p, ws, stream);
-    case 256:
-      if constexpr (!kFuse) return states_for_k<T, 256, false>(p, ws, stream);
-      break;
-  }
-  return cudaErrorInvalidValue;
-}
-
-template <typename T>
-cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  const int bytes = output_smem_bytes(int(p.shape.K));
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_output_kernel<T>, bytes)) return e;
-  const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_output_kernel<T><<<grid, kThreads, bytes, stream>>>(p, ws);
-  return cudaGetLastError();
-}
-
-// need_states: the stage reads or must write the entering states (the unfused scan, output).
-bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws, bool need_states) {
-  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && (ws.states || !need_states) &&
-         (ws.W || !p.use_delta);
+bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
+  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta);
 }
 
 }  // namespace
@@ -1078,19 +897,15 @@ const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   return nullptr;
 }
 
-bool gdn_wy_ut_can_fuse_output(const GdnParams& p) { return p.shape.K <= 128; }
-
-// Parts in order: gamma, W, U, then the entering states unless the output is fused into the scan.
-namespace {
-size_t workspace_bytes(const GdnParams& p, bool fused_output) {
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
-  const size_t states = fused_output ? 0 : align256(chunks * size_t(s.K * s.V) * 4);
   return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
-         align256(chunks * kC * size_t(s.V) * 4) + states;
+         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4);
 }
 
-GdnWyUtWorkspace workspace_view(const GdnParams& p, void* workspace, bool fused_output) {
+// Parts in order: gamma, W, U, the entering states.
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
   auto* base = static_cast<unsigned char*>(workspace);
@@ -1102,44 +917,26 @@ GdnWyUtWorkspace workspace_view(const GdnParams& p, void* workspace, bool fused_
   base += align256(chunks * kC * size_t(s.K) * 4);
   ws.U = reinterpret_cast<float*>(base);
   base += align256(chunks * kC * size_t(s.V) * 4);
-  if (!fused_output) ws.states = reinterpret_cast<float*>(base);
+  ws.states = reinterpret_cast<float*>(base);
   return ws;
 }
 
-}  // namespace
-
-size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) { return workspace_bytes(p, false); }
-GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
-  return workspace_view(p, workspace, false);
-}
-size_t gdn_wy_ut_fused_workspace_bytes(const GdnParams& p) { return workspace_bytes(p, true); }
-GdnWyUtWorkspace gdn_wy_ut_fused_workspace_view(const GdnParams& p, void* workspace) {
-  return workspace_view(p, workspace, true);
-}
-
 int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, false)) return int(cudaErrorInvalidValue);
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
   return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream)
                                     : prepare_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, true)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16, false>(p, ws, stream)
-                                    : states_for_type<__half, false>(p, ws, stream));
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : states_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws, true)) return int(cudaErrorInvalidValue);
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
   return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream)
                                     : output_for_type<__half>(p, ws, stream));
-}
-
-int launch_gdn_wy_ut_states_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !gdn_wy_ut_can_fuse_output(p) || !workspace_ok(p, ws, false))
-    return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16, true>(p, ws, stream)
-                                    : states_for_type<__half, true>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
@@ -1151,7 +948,8 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// fused_conv (kernels/frontend.h): wy_ut with the front end in its prologues.
+// fused_conv (kernels/frontend.h): wy_ut's three kernels, the front end in prepare's and output's
+// prologues.
 
 namespace {
 GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
@@ -1163,8 +961,8 @@ GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
 }
 
 // Whether any final conv cache overlaps any initial one. prepare's last-chunk blocks write the
-// final caches while its first-chunk blocks, and the scan launched after it, still read the initial
-// ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
+// final caches while its first-chunk blocks, and the output kernel launched after it, still read the
+// initial ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
 // never in place; this refuses the launch instead of returning wrong results).
 bool conv_caches_overlap(const GdnFrontEndParams& fe) {
   const GdnShape& s = fe.shape;
@@ -1180,32 +978,43 @@ bool conv_caches_overlap(const GdnFrontEndParams& fe) {
     }
   return false;
 }
+// The workspace: wy_ut's (gamma, W, U, the entering states), then the normalised k [B, T, H, K].
+size_t fused_conv_k_offset(const GdnParams& gp) { return gdn_wy_ut_workspace_bytes(gp); }
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 }  // namespace
 
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
   if (const char* why = gdn_wy_ut_shape_unsupported(fused_conv_params(shape, dtype))) return why;
   if (shape.K != 64 && shape.K != 128)
-    return "fused_conv needs K in {64, 128} (its front end runs in the fused-output scan; K = 256: unfused_conv)";
+    return "fused_conv needs K in {64, 128} (K = 256 is not verified with its front-end prologues: "
+           "use unfused_conv)";
   return nullptr;
 }
 
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
-  return gdn_wy_ut_fused_workspace_bytes(fused_conv_params(shape, dtype));
+  const GdnParams gp = fused_conv_params(shape, dtype);
+  return fused_conv_k_offset(gp) + align256(size_t(shape.qk_elems()) * dtype_bytes(dtype));
 }
 
 int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStream_t stream) {
   if (gdn_fused_conv_shape_unsupported(fe.shape, fe.dtype) || !workspace) return int(cudaErrorInvalidValue);
   if (!fe.o || !fe.a || !fe.A_log || !fe.dt_bias || (fe.use_delta && !fe.b)) return int(cudaErrorInvalidValue);
-  for (int t = 0; t < 3; ++t)
+  // The tile builders load 8 channels (16 bytes) at a time.
+  for (int t = 0; t < 3; ++t) {
     if (!fe.x[t] || !fe.conv_w[t]) return int(cudaErrorInvalidValue);
-  if (conv_caches_overlap(fe)) return int(cudaErrorInvalidValue);
+    if (!aligned16(fe.x[t]) || !aligned16(fe.conv_w[t]) || !aligned16(fe.conv_bias[t]))
+      return int(cudaErrorInvalidValue);
+  }
+  if (conv_caches_overlap(fe) || !aligned16(workspace)) return int(cudaErrorInvalidValue);
   GdnParams gp = fused_conv_params(fe.shape, fe.dtype);
+  gp.k = static_cast<unsigned char*>(workspace) + fused_conv_k_offset(gp);
   gp.h0 = fe.h0;
   gp.hT = fe.hT;
   gp.o = fe.o;
   gp.scale = fe.scale;
   gp.use_delta = fe.use_delta;
-  const GdnWyUtWorkspace ws = gdn_wy_ut_fused_workspace_view(gp, workspace);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(gp, workspace);
   return int(fe.dtype == DType::bf16 ? fused_conv_for_type<__nv_bfloat16>(gp, ws, fe, stream)
                                      : fused_conv_for_type<__half>(gp, ws, fe, stream));
 }

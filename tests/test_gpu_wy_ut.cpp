@@ -1,6 +1,5 @@
 // Tests of the wy_ut variant (kernels/wy_ut.cu). [gpu]: its three stages against the float64
-// chunked reference's intermediates, the fused scan (K <= 128) against the three stages bit for
-// bit, and the whole launcher against the float64 recurrence over
+// chunked reference's intermediates, and the whole launcher against the float64 recurrence over
 // dtypes, sequence lengths (tail chunks), head dims, h0, grouped value heads and the gate and delta
 // terms. Without a GPU each [gpu] test says why in a warning and checks nothing else; the support
 // checks and the workspace layout are host code and always run.
@@ -133,26 +132,6 @@ void check_outcome(const Problem& pr, const Outcome& r) {
 // A float32 workspace part of n elements, read back.
 std::vector<float> part(const float* ptr, int64_t n) { return from_device(ptr, n, DType::f32); }
 
-// n bytes of device memory, for comparisons bit for bit.
-std::vector<unsigned char> bytes_of(const void* ptr, size_t n) {
-  std::vector<unsigned char> out(n);
-  CUDA_CHECK(cudaMemcpy(out.data(), ptr, n, cudaMemcpyDeviceToHost));
-  return out;
-}
-
-// Bit-for-bit comparison that reports the first differing byte and the count of differing bytes
-// (Catch would print both vectors in full, megabytes that bury the rest of the run's output).
-void check_same_bytes(const char* name, const std::vector<unsigned char>& got, const std::vector<unsigned char>& want) {
-  REQUIRE(got.size() == want.size());
-  size_t first = got.size(), count = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) {
-      if (count++ == 0) first = i;
-    }
-  INFO(name << ": " << count << " of " << got.size() << " bytes differ, the first at byte " << first);
-  CHECK(count == 0);
-}
-
 }  // namespace
 
 TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching the device", "[wy_ut]") {
@@ -180,58 +159,32 @@ TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching t
   CHECK(launch_gdn_wy_ut(p, ws.data(), nullptr) == int(cudaErrorInvalidValue));
 }
 
-TEST_CASE("wy_ut's scan with the output inside exists for K <= 128 only", "[wy_ut]") {
-  GdnParams p;
-  p.shape = GdnShape{1, 100, 1, 1, 64, 128};
-  int dummy = 0;
-  p.q = p.k = p.v = &dummy;
-  p.o = &dummy;
-  p.beta = reinterpret_cast<const float*>(&dummy);
-  p.chunk = 64;
-  p.dtype = DType::bf16;
-  CHECK(gdn_wy_ut_can_fuse_output(p));
-  p.shape.K = 128;
-  CHECK(gdn_wy_ut_can_fuse_output(p));
-  p.shape.K = 256;
-  CHECK_FALSE(gdn_wy_ut_can_fuse_output(p));
-  // The fused launcher refuses K = 256 before it looks at the workspace or the device.
-  GdnWyUtWorkspace ws;
-  CHECK(launch_gdn_wy_ut_states_output(p, ws, nullptr) == int(cudaErrorInvalidValue));
-}
-
 TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
-  // The three-kernel launch keeps the chunk states for stage 3; prepare + states_output does not.
   const int64_t K = GENERATE(128, 256);
-  const bool fused = GENERATE(false, true);
   GdnParams p;
   p.shape = GdnShape{2, 130, 1, 3, K, 96};
-  const size_t bytes = fused ? gdn_wy_ut_fused_workspace_bytes(p) : gdn_wy_ut_workspace_bytes(p);
+  const size_t bytes = gdn_wy_ut_workspace_bytes(p);
   std::vector<unsigned char> buffer(bytes + 256);
   unsigned char* base = buffer.data() + (256 - reinterpret_cast<uintptr_t>(buffer.data()) % 256);
-  const GdnWyUtWorkspace ws = fused ? gdn_wy_ut_fused_workspace_view(p, base) : gdn_wy_ut_workspace_view(p, base);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base);
   const int64_t chunks = 2 * 3 * 3;  // B HV ceil(130 / 64)
-  INFO("K " << K << " fused " << fused);
+  INFO("K " << K);
   CHECK(ws.num_chunks == 3);
   struct Part { const float* ptr; int64_t elems; };
-  std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96}};
-  if (!fused) {
-    REQUIRE(ws.states != nullptr);
-    parts.push_back({ws.states, chunks * K * 96});
-  } else {
-    CHECK(ws.states == nullptr);
-  }
+  const std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96},
+                                   {ws.states, chunks * K * 96}};
   const auto at = [&](const float* x) { return reinterpret_cast<const unsigned char*>(x) - base; };
   int64_t end = 0;
   for (const Part& pt : parts) {
+    REQUIRE(pt.ptr != nullptr);
     CHECK(at(pt.ptr) % 256 == 0);
     CHECK(at(pt.ptr) >= end);
     end = at(pt.ptr) + pt.elems * 4;
   }
   CHECK(end <= int64_t(bytes));
-  CHECK(int64_t(bytes) - end < 256);  // nothing unaccounted for: the states are gone when fused
+  CHECK(int64_t(bytes) - end < 256);  // nothing unaccounted for
   CHECK(ws.A == nullptr);
   CHECK(ws.Tm == nullptr);
-  CHECK_FALSE(ws.save_U);
 }
 
 TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]") {
@@ -254,7 +207,7 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   const int64_t C = kWyUtChunk, chunks = s.B * s.HV * im.num_chunks;
   DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params));
   DeviceBuffer A_buf(size_t(chunks * C * C) * 4), Tm_buf(size_t(chunks * C * C) * 4);
-  // The unfused stages need the chunk states; the test provides them so that it can poison them.
+  // Stages 2 and 3 need the chunk states; the test provides them so that it can poison them.
   DeviceBuffer states_buf(size_t(chunks * s.K * s.V) * 4);
   // Poisoned, so a part a stage leaves unwritten shows as such.
   poison_device_buffer(ws_buf.get(), int64_t(ws_buf.bytes() / 4), DType::f32, nullptr);
@@ -285,8 +238,6 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   check("Tm", part(ws.Tm, chunks * C * C), im.T_inv, kIntermediateBound);
   check("W", part(ws.W, chunks * C * s.K), im.W, kIntermediateBound);
   check("U0", part(ws.U, chunks * C * s.V), im.U0, kIntermediateBound);
-  const size_t U_bytes = size_t(chunks * C * s.V) * 4, states_bytes = size_t(chunks * s.K * s.V) * 4;
-  const std::vector<unsigned char> U0_bits = bytes_of(ws.U, U_bytes);
 
   REQUIRE(launch_gdn_wy_ut_states(d.params, ws, nullptr) == 0);
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -301,44 +252,6 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   CHECK(o.unwritten == 0);
   CHECK(o.nan_count == 0);
   CHECK(o.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
-
-  if (!gdn_wy_ut_can_fuse_output(d.params)) {
-    CHECK(launch_gdn_wy_ut_states_output(d.params, ws, nullptr) == int(cudaErrorInvalidValue));
-    return;
-  }
-  // The fused scan computes the same products in the same order as states + output: with the test
-  // hooks on it writes the same U, chunk states, hT and o, bit for bit.
-  const size_t o_bytes = size_t(s.v_elems()) * dtype_bytes(pr.dtype), hT_bytes = size_t(s.state_elems()) * 4;
-  const std::vector<unsigned char> U_bits = bytes_of(ws.U, U_bytes), states_bits = bytes_of(ws.states, states_bytes),
-                                   hT_bits = bytes_of(d.params.hT, hT_bytes), o_bits = bytes_of(d.o.get(), o_bytes);
-  DeviceBuffer ws2_buf(gdn_wy_ut_fused_workspace_bytes(d.params)), states2_buf(states_bytes);
-  auto run_fused = [&](bool hooks) {
-    poison_device_buffer(ws2_buf.get(), int64_t(ws2_buf.bytes() / 4), DType::f32, nullptr);
-    poison_device_buffer(states2_buf.get(), chunks * s.K * s.V, DType::f32, nullptr);
-    poison_device_buffer(d.o.get(), s.v_elems(), pr.dtype, nullptr);
-    poison_device_buffer(d.hT.get(), s.state_elems(), DType::f32, nullptr);
-    GdnWyUtWorkspace ws2 = gdn_wy_ut_fused_workspace_view(d.params, ws2_buf.get());
-    if (hooks) {
-      ws2.states = states2_buf.as<float>();
-      ws2.save_U = true;
-    }
-    REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws2, nullptr) == 0);
-    REQUIRE(launch_gdn_wy_ut_states_output(d.params, ws2, nullptr) == 0);
-    CUDA_CHECK(cudaDeviceSynchronize());
-    check_same_bytes("o", bytes_of(d.o.get(), o_bytes), o_bits);
-    check_same_bytes("hT", bytes_of(d.params.hT, hT_bytes), hT_bits);
-    return ws2;
-  };
-  SECTION("with the hooks on, the fused scan writes U and the chunk states of the unfused one") {
-    const GdnWyUtWorkspace ws2 = run_fused(true);
-    check_same_bytes("U", bytes_of(ws2.U, U_bytes), U_bits);
-    check_same_bytes("chunk states", bytes_of(ws2.states, states_bytes), states_bits);
-  }
-  SECTION("without them, it leaves U0 and has no chunk states to write") {
-    const GdnWyUtWorkspace ws2 = run_fused(false);
-    CHECK(ws2.states == nullptr);
-    check_same_bytes("U0", bytes_of(ws2.U, U_bytes), U0_bits);
-  }
 }
 
 TEST_CASE("wy_ut matches the float64 recurrence over dtypes, lengths, head dims and h0", "[gpu][wy_ut]") {
