@@ -81,7 +81,7 @@ class CudaFrontEndRun : public CudaRunBase {
 };
 
 // unfused_conv and fused_conv: caches in [B, ch, 3] (when given), final caches out, h0/hT, the
-// workspace (unfused: q, k, v, g, beta + wy_ut's; fused: wy_ut's only).
+// workspace (unfused: q, k, v, g, beta + wy_ut's; fused: wy_ut's + the normalised k).
 class ForwardRun final : public CudaFrontEndRun {
  public:
   ForwardRun(const Problem& p, const HostInputs& in, bool fused) : CudaFrontEndRun(p, in), fused_(fused) {

@@ -73,7 +73,7 @@ int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cud
 // it, the scan and output read it); q, v, g, beta never. Inputs and outputs those of unfused_conv;
 // bf16 or fp16, K in {64, 128}, V a multiple of 32 <= 256. nullptr when it can run the shape, else
 // why not. The launcher also refuses (cudaErrorInvalidValue) projections, conv weights or biases
-// that are not 16-byte aligned, and final conv caches that overlap the initial ones.
+// or a workspace that are not 16-byte aligned, and final conv caches that overlap the initial ones.
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype);
 // wy_ut's workspace (gamma, W, U, the chunk states), then k [B, T, H, K] in dtype; each part
 // 256-byte aligned.

@@ -116,8 +116,8 @@ TEST_CASE("fused_conv refuses K = 256 and fp32 with a reason", "[frontend][regis
 
 #ifdef GDNBENCH_HAVE_CUDA
 TEST_CASE("fused_conv refuses final conv caches that overlap the initial ones", "[frontend]") {
-  // prepare writes the final caches while other blocks, and the scan after it, read the initial
-  // ones. Refused before any launch, so the pointers are never dereferenced: no GPU needed.
+  // prepare writes the final caches while other blocks, and the output kernel after it, read the
+  // initial ones. Refused before any launch, so the pointers are never dereferenced: no GPU needed.
   const GdnShape s{2, 100, 2, 4, 64, 64};
   alignas(16) static unsigned char fake[3][1 << 16];
   GdnFrontEndParams fe;
@@ -138,6 +138,33 @@ TEST_CASE("fused_conv refuses final conv caches that overlap the initial ones", 
                          (k_cache_bytes - 2);
   }
   CHECK(launch_gdn_fused_conv(fe, fake[0], nullptr) == int(cudaErrorInvalidValue));
+}
+
+TEST_CASE("fused_conv refuses projections, conv weights, biases or a workspace not 16-byte aligned",
+          "[frontend]") {
+  // The tile builders load and store 8 channels (16 bytes) at a time. Refused before any launch,
+  // so the pointers are never dereferenced: no GPU needed.
+  const GdnShape s{2, 100, 2, 4, 64, 64};
+  alignas(16) static unsigned char fake[1 << 12];
+  unsigned char* const off = fake + 2;  // a bf16 element boundary, not a 16-byte one
+  GdnFrontEndParams fe;
+  fe.shape = s;
+  fe.dtype = DType::bf16;
+  for (int t = 0; t < 3; ++t) {
+    fe.x[t] = fe.conv_w[t] = fake;
+    fe.conv_bias[t] = fake;
+  }
+  fe.a = fe.b = fake;
+  fe.A_log = fe.dt_bias = reinterpret_cast<const float*>(fake);
+  fe.o = fake;
+  void* workspace = fake;
+  const int t = GENERATE(kFeQ, kFeK, kFeV);
+  SECTION("a projection") { fe.x[t] = off; }
+  SECTION("conv weights") { fe.conv_w[t] = off; }
+  SECTION("a conv bias") { fe.conv_bias[t] = off; }
+  SECTION("the workspace") { workspace = off; }
+  INFO("tensor " << t);
+  CHECK(launch_gdn_fused_conv(fe, workspace, nullptr) == int(cudaErrorInvalidValue));
 }
 #endif
 
