@@ -424,7 +424,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
     throw UsageError(fmt::format("--determinism: '{}' is not auto, on or off", determinism));
   inv.check_determinism = determinism == "on" || (determinism == "auto" && inv.command == "verify");
   const std::string attention_ref = opt(base, "attention-ref");
-  const auto attention_ref_mode = parse_attention_ref_mode(attention_ref);
+  const auto attention_ref_mode = parse_ref_mode(attention_ref);
   if (!attention_ref_mode)
     throw UsageError(fmt::format("--attention-ref: '{}' is not full, sampled or auto", attention_ref));
   inv.attention_ref = *attention_ref_mode;

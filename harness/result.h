@@ -45,7 +45,7 @@ struct ResultRow {
   // not checked (skipped, failed, or the check was off).
   std::string deterministic;
   // Query rows per (b, h) whose o was compared with the float64 reference: T when every row was,
-  // fewer under a sampled attention reference (harness/attention_sample.h); 0: not verified.
+  // fewer under a sampled attention reference (harness/reference_sample.h); 0: not verified.
   int64_t ref_rows = 0;
 };
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "harness/attention_sample.h"
+#include "harness/reference_sample.h"
 #include "harness/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/result.h"
@@ -21,8 +21,8 @@ struct RunOptions {
   // compare o and hT bitwise; a difference fails a variant that declares itself deterministic.
   bool check_determinism = false;
   // Attention cases: the float64 reference for every query row, or for a sample of rows per
-  // (b, h) (harness/attention_sample.h); automatic decides by the reference's cost.
-  AttentionRefMode attention_ref = AttentionRefMode::automatic;
+  // (b, h) (harness/reference_sample.h); automatic decides by the reference's cost.
+  RefMode attention_ref = RefMode::automatic;
   int64_t attention_sample_rows = kAttentionSampleRows;
 };
 

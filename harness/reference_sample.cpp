@@ -1,20 +1,20 @@
-#include "harness/attention_sample.h"
+#include "harness/reference_sample.h"
 
 #include <algorithm>
 
-const char* attention_ref_mode_name(AttentionRefMode m) {
+const char* ref_mode_name(RefMode m) {
   switch (m) {
-    case AttentionRefMode::full: return "full";
-    case AttentionRefMode::sampled: return "sampled";
-    case AttentionRefMode::automatic: return "auto";
+    case RefMode::full: return "full";
+    case RefMode::sampled: return "sampled";
+    case RefMode::automatic: return "auto";
   }
   return "?";
 }
 
-std::optional<AttentionRefMode> parse_attention_ref_mode(const std::string& s) {
-  if (s == "full") return AttentionRefMode::full;
-  if (s == "sampled") return AttentionRefMode::sampled;
-  if (s == "auto") return AttentionRefMode::automatic;
+std::optional<RefMode> parse_ref_mode(const std::string& s) {
+  if (s == "full") return RefMode::full;
+  if (s == "sampled") return RefMode::sampled;
+  if (s == "auto") return RefMode::automatic;
   return std::nullopt;
 }
 
@@ -22,6 +22,19 @@ double attention_ref_work(const Problem& p) {
   const GdnShape& s = p.shape;
   return double(s.B) * double(s.HV) * double(s.T) * (double(s.T) / 2.0 + double(p.context)) *
          double(s.K + s.V);
+}
+
+std::vector<int64_t> evenly_spaced(int64_t first, int64_t last, int64_t count) {
+  std::vector<int64_t> picked;
+  if (last < first || count <= 0) return picked;
+  const int64_t range = last - first + 1;
+  if (count >= range) {
+    for (int64_t i = first; i <= last; ++i) picked.push_back(i);
+    return picked;
+  }
+  if (count == 1) return {last};
+  for (int64_t j = 0; j < count; ++j) picked.push_back(first + j * (last - first) / (count - 1));
+  return picked;
 }
 
 std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget) {
@@ -51,8 +64,7 @@ std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget) {
   };
   for (int64_t k = last; k > last - late; --k) around(k);
   const int64_t rest = last - late;  // boundaries 1 .. rest not yet taken
-  for (int64_t j = 0; j < spread && rest > 0; ++j)
-    around(spread == 1 ? rest : 1 + j * (rest - 1) / (spread - 1));
+  for (int64_t k : evenly_spaced(1, rest, spread)) around(k);
 
   const int64_t strided = budget - 2 * edge - 3 * boundaries;
   for (int64_t j = 0; j < strided; ++j) add((2 * j + 1) * T / (2 * strided));
@@ -62,9 +74,9 @@ std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget) {
   return rows;
 }
 
-std::vector<int64_t> attention_ref_rows(const Problem& p, AttentionRefMode mode, int64_t budget) {
-  const bool sampled = mode == AttentionRefMode::sampled ||
-                       (mode == AttentionRefMode::automatic && attention_ref_work(p) >= kAttentionRefFullBudget);
+std::vector<int64_t> attention_ref_rows(const Problem& p, RefMode mode, int64_t budget) {
+  const bool sampled = mode == RefMode::sampled ||
+                       (mode == RefMode::automatic && attention_ref_work(p) >= kAttentionRefFullBudget);
   if (!sampled || p.shape.T <= budget) return {};
   return attention_sample_rows(p.shape.T, budget);
 }

@@ -13,9 +13,9 @@
 
 // --attention-ref: full (every query row), sampled (attention_sample_rows), automatic (full while
 // attention_ref_work is under kAttentionRefFullBudget, sampled above).
-enum class AttentionRefMode { full, sampled, automatic };
-const char* attention_ref_mode_name(AttentionRefMode m);
-std::optional<AttentionRefMode> parse_attention_ref_mode(const std::string& s);
+enum class RefMode { full, sampled, automatic };
+const char* ref_mode_name(RefMode m);
+std::optional<RefMode> parse_ref_mode(const std::string& s);
 
 // Multiply-adds of the full reference, B HV T (T/2 + context) (K + V): B H T^2 D at context 0
 // and K = V = D. The budget, 2^32, is B=1 H=32 D=128 T=1024, which took 4.5 s on the 2 cores
@@ -32,6 +32,10 @@ constexpr int64_t kAttentionSampleTile = 64;
 
 double attention_ref_work(const Problem& p);
 
+// `count` distinct integers spread evenly over [first, last], both ends included (count 1: last);
+// every integer of the range when count exceeds it. The spread tile edges of the sample.
+std::vector<int64_t> evenly_spaced(int64_t first, int64_t last, int64_t count);
+
 // At most `budget` query rows of a sequence of T, sorted and distinct; every row when T <=
 // budget. It depends on T and the budget only (never on the seed), and always holds: the first
 // and the last min(64, budget/4) rows (the start and the tail tile); the rows m - 1, m, m + 1
@@ -43,5 +47,5 @@ std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget = kAttentio
 
 // The query rows the reference of `p` covers under `mode`: empty means every row (the full
 // reference). A T = 1 decode (KV cache of `context` tokens) is one row, always full.
-std::vector<int64_t> attention_ref_rows(const Problem& p, AttentionRefMode mode,
+std::vector<int64_t> attention_ref_rows(const Problem& p, RefMode mode,
                                         int64_t budget = kAttentionSampleRows);
