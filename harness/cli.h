@@ -36,6 +36,7 @@ struct Invocation {
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
   bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
   RefMode attention_ref = RefMode::automatic;  // --attention-ref
+  RefMode gdn_ref = RefMode::automatic;        // --gdn-ref
   TimingConfig timing;
   std::vector<Case> cases;
 };

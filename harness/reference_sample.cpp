@@ -1,6 +1,7 @@
 #include "harness/reference_sample.h"
 
 #include <algorithm>
+#include <cmath>
 
 const char* ref_mode_name(RefMode m) {
   switch (m) {
@@ -79,4 +80,27 @@ std::vector<int64_t> attention_ref_rows(const Problem& p, RefMode mode, int64_t 
                        (mode == RefMode::automatic && attention_ref_work(p) >= kAttentionRefFullBudget);
   if (!sampled || p.shape.T <= budget) return {};
   return attention_sample_rows(p.shape.T, budget);
+}
+
+double gdn_ref_work(const Problem& p) {
+  const GdnShape& s = p.shape;
+  return double(s.B) * double(s.HV) * double(s.T) * double(s.K) * double(s.V);
+}
+
+std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads) {
+  const int64_t heads = s.B * s.HV;
+  const double per_head = double(s.T) * double(s.K) * double(s.V);
+  const double affordable = std::floor(kGdnRefFullBudget / std::max(per_head, 1.0));
+  // The first and the last head even when one head alone passes the budget.
+  const int64_t count = std::max<int64_t>(2, int64_t(std::min(double(max_heads), affordable)));
+  return evenly_spaced(0, heads - 1, count);
+}
+
+std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_heads) {
+  const bool sampled = mode == RefMode::sampled ||
+                       (mode == RefMode::automatic && gdn_ref_work(p) >= kGdnRefFullBudget);
+  if (!sampled) return {};
+  std::vector<int64_t> heads = gdn_sample_heads(p.shape, max_heads);
+  if (int64_t(heads.size()) == p.shape.B * p.shape.HV) return {};  // every head: the full reference
+  return heads;
 }

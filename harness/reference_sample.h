@@ -1,8 +1,11 @@
-// Which query rows the float64 attention reference covers. The full causal reference costs
-// O(B HV T (T + context) K) on the host: about a minute at B=1 H=32 D=128 T=8192 on 16 cores and
-// hours at T=64K. Above a work budget the runner computes a fixed sample of query rows per
-// (b, h) instead and compares o on those rows only (docs/TOLERANCES.md, "Sampled attention
-// verification"); the checks that need no reference still cover every element.
+// Which part of a case's float64 reference the host computes. The full causal attention
+// reference costs O(B HV T (T + context) K): about a minute at B=1 H=32 D=128 T=8192 on 16 cores
+// and hours at T=64K. The GDN reference is linear in T but sequential over it in every (b, hv)
+// head, O(B HV T K V): minutes at the 2^31-element shapes of suites/large.ini. Above a work budget
+// the runner computes a fixed sample instead, query rows per (b, h) for attention, whole (b, hv)
+// heads for GDN, and compares the outputs there only (docs/TOLERANCES.md, "Sampled attention
+// verification", "Sampled GDN verification"); the checks that need no reference still cover
+// every element.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -11,8 +14,9 @@
 
 #include "harness/problem.h"
 
-// --attention-ref: full (every query row), sampled (attention_sample_rows), automatic (full while
-// attention_ref_work is under kAttentionRefFullBudget, sampled above).
+// --attention-ref and --gdn-ref: full (the whole reference), sampled (attention_sample_rows,
+// gdn_sample_heads), automatic (full while the reference's work is under the family's budget,
+// kAttentionRefFullBudget or kGdnRefFullBudget, sampled from it on).
 enum class RefMode { full, sampled, automatic };
 const char* ref_mode_name(RefMode m);
 std::optional<RefMode> parse_ref_mode(const std::string& s);
@@ -33,7 +37,8 @@ constexpr int64_t kAttentionSampleTile = 64;
 double attention_ref_work(const Problem& p);
 
 // `count` distinct integers spread evenly over [first, last], both ends included (count 1: last);
-// every integer of the range when count exceeds it. The spread tile edges of the sample.
+// every integer of the range when count exceeds it. The spread tile edges of the attention sample
+// and the heads of the GDN sample.
 std::vector<int64_t> evenly_spaced(int64_t first, int64_t last, int64_t count);
 
 // At most `budget` query rows of a sequence of T, sorted and distinct; every row when T <=
@@ -49,3 +54,28 @@ std::vector<int64_t> attention_sample_rows(int64_t T, int64_t budget = kAttentio
 // reference). A T = 1 decode (KV cache of `context` tokens) is one row, always full.
 std::vector<int64_t> attention_ref_rows(const Problem& p, RefMode mode,
                                         int64_t budget = kAttentionSampleRows);
+
+// GDN: the float64 recurrence runs every (b, hv) head over all T tokens, K V multiply-adds per
+// token for each of S^T k, k u^T and S^T q. The work is counted in state elements updated,
+// B HV T K V. The budget, 2^32, is ~15 s of the reference on the 2 cores of the CI machine class
+// (1.2e8 to 1.6e8 state elements a second per core, measured at T=4096 K=V=128) and ~2 s on the
+// 16 cores of the GPU machine. It keeps every gate case full (the largest, T=65536 K=V=128 with
+// one head, is 2^30) and the default suite (2^27 at most); the scaling suite (B=1 H=32
+// K=V=128) is sampled from T=8192 on, suites/large.ini (1.4e11) always.
+constexpr double kGdnRefFullBudget = 4294967296.0;
+// Heads of a sampled GDN reference, at most: 16 heads take no longer than one on the GPU
+// machine's 16 cores (the reference runs heads in parallel and each head is sequential in T).
+constexpr int64_t kGdnSampleHeads = 16;
+
+double gdn_ref_work(const Problem& p);
+
+// The (b, hv) heads of a sampled GDN reference, as flat indices b HV + hv, sorted and distinct:
+// the first (0) and the last (B HV - 1, the highest memory offsets of o and hT, where a 32-bit
+// index wraps first) always, and heads spread evenly between them, as many as keep the sample's
+// work B' T K V under kGdnRefFullBudget, at most `max_heads`. Every head when that is all of them.
+// It depends on the shape and max_heads only (never on the seed).
+std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads = kGdnSampleHeads);
+
+// The heads the GDN reference of `p` covers under `mode`: empty means every head (the full
+// reference).
+std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_heads = kGdnSampleHeads);
