@@ -130,15 +130,25 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     RunOutputs out = run->read_outputs();
     row.peak_device_bytes = run->peak_device_bytes();
     const GdnShape& s = c.problem.shape;
-    if (is_gdn || attention_ref.rows.empty()) {
-      row.o = compare_to_reference(out.o, is_gdn ? gdn_ref.o : attention_ref.o, c.problem.dtype);
-      row.ref_rows = s.T;
-    } else {  // a sampled reference: its rows only, but every element must still be written
+    row.ref_rows = s.T;
+    row.ref_heads = s.B * s.HV;
+    // A sampled reference: its rows or heads only, but every element must still be written and finite.
+    if (is_gdn && !gdn_ref.heads.empty()) {
+      row.o = compare_to_reference(out.o, gdn_ref.o, c.problem.dtype,
+                                   HeadSelection{s.B, s.T, s.HV, s.V, gdn_ref.heads});
+      row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32,
+                                    HeadSelection{s.B, 1, s.HV, s.K * s.V, gdn_ref.heads});
+      row.ref_heads = int64_t(gdn_ref.heads.size());
+    } else if (is_gdn) {
+      row.o = compare_to_reference(out.o, gdn_ref.o, c.problem.dtype);
+      row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
+    } else if (attention_ref.rows.empty()) {
+      row.o = compare_to_reference(out.o, attention_ref.o, c.problem.dtype);
+    } else {
       row.o = compare_to_reference(out.o, attention_ref.o, c.problem.dtype,
                                    RowSelection{s.B, s.T, s.HV * s.V, attention_ref.rows});
       row.ref_rows = int64_t(attention_ref.rows.size());
     }
-    if (is_gdn) row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
 
     std::vector<std::string> problems;
     if (!row.o.finite_ok())
@@ -184,12 +194,14 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   return row;
 }
 
-GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
-  if (p.frontend) return frontend_reference_for(p, in.fe, in.h0, threads);
+GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,
+                                const std::vector<int64_t>& heads) {
+  if (p.frontend) return frontend_reference_for(p, in.fe, in.h0, threads, heads);
   GdnRefOptions ro;
   ro.scale = p.resolved_scale();
   ro.use_delta = p.use_delta;
   ro.threads = threads;
+  ro.heads = heads;
   return gdn_recurrent_ref(p.shape, in.view(), ro);
 }
 
@@ -235,7 +247,10 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   }
   const HostInputs& inputs = needs_cache ? with_cache : given;
   const RefInputsF64 ref_in = to_f64(inputs);
-  const GdnRefOutputs gdn_ref = is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads) : GdnRefOutputs{};
+  const GdnRefOutputs gdn_ref =
+      is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                                 gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads))
+             : GdnRefOutputs{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
   const AttentionRef attn_ref =
       is_gdn || !have_cache
@@ -286,7 +301,8 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       have_gdn_ref = have_attn_ref = false;
     }
     if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
-      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads);
+      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                                  gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
       have_gdn_ref = true;
     }
     if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
