@@ -69,7 +69,10 @@ po::options_description option_description() {
                                  "off; auto: on for verify, off for run")
       ("attention-ref", s("auto"), "attention cases: float64 reference of every query row (full), or of a "
                                    "fixed sample of rows per head (sampled: first, last, around every "
-                                   "64-row tile edge, strided); auto: full while B*H*T^2*D < 2^32");
+                                   "64-row tile edge, strided); auto: full while B*H*T^2*D < 2^32")
+      ("gdn-ref", s("auto"), "GDN cases: float64 recurrence of every (b, hv) head (full), or of a fixed "
+                             "sample of heads (sampled: the first, the last and evenly spaced ones, at most "
+                             "16, within 2^32 state updates); auto: full while B*HV*T*K*V < 2^32");
   return d;
 }
 
@@ -424,10 +427,14 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
     throw UsageError(fmt::format("--determinism: '{}' is not auto, on or off", determinism));
   inv.check_determinism = determinism == "on" || (determinism == "auto" && inv.command == "verify");
   const std::string attention_ref = opt(base, "attention-ref");
-  const auto attention_ref_mode = parse_attention_ref_mode(attention_ref);
+  const auto attention_ref_mode = parse_ref_mode(attention_ref);
   if (!attention_ref_mode)
     throw UsageError(fmt::format("--attention-ref: '{}' is not full, sampled or auto", attention_ref));
   inv.attention_ref = *attention_ref_mode;
+  const std::string gdn_ref = opt(base, "gdn-ref");
+  const auto gdn_ref_mode = parse_ref_mode(gdn_ref);
+  if (!gdn_ref_mode) throw UsageError(fmt::format("--gdn-ref: '{}' is not full, sampled or auto", gdn_ref));
+  inv.gdn_ref = *gdn_ref_mode;
   const int64_t warmup = parse_int("warmup", opt(base, "warmup"));
   if (warmup > kMaxValue) throw UsageError(fmt::format("--warmup: {} is too large", warmup));
   inv.timing.warmup = int(std::max<int64_t>(warmup, -1));  // negative: refused below

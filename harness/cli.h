@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/attention_sample.h"
+#include "harness/reference_sample.h"
 #include "harness/problem.h"
 #include "harness/timing.h"
 #include "harness/variant.h"
@@ -35,7 +35,8 @@ struct Invocation {
   bool progress = true;
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
   bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
-  AttentionRefMode attention_ref = AttentionRefMode::automatic;  // --attention-ref
+  RefMode attention_ref = RefMode::automatic;  // --attention-ref
+  RefMode gdn_ref = RefMode::automatic;        // --gdn-ref
   TimingConfig timing;
   std::vector<Case> cases;
 };

@@ -80,6 +80,9 @@ const std::vector<Column>& columns() {
       {"ref_rows", [](const M&, const R& r) {
          return r.o.present && r.ref_rows > 0 ? std::to_string(r.ref_rows) : "";
        }},
+      {"ref_heads", [](const M&, const R& r) {
+         return r.o.present && r.ref_heads > 0 ? std::to_string(r.ref_heads) : "";
+       }},
       {"o_rel_l2", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::rel_l2); }},
       {"o_max_abs", [](const M&, const R& r) { return metric(r.o, &TensorMetrics::max_abs); }},
       {"o_worst_index", [](const M&, const R& r) { return count(r.o, &TensorMetrics::worst_index); }},

@@ -100,7 +100,8 @@ const char* frontend_distributions() {
 }
 
 GdnRefOutputs frontend_reference_for(const Problem& p, const FrontEndF64& in,
-                                     const std::vector<double>& h0, int threads) {
+                                     const std::vector<double>& h0, int threads,
+                                     const std::vector<int64_t>& heads) {
   FrontEndInputs fi;
   fi.q_proj = ptr(in.x_q);
   fi.k_proj = ptr(in.x_k);
@@ -124,6 +125,8 @@ GdnRefOutputs frontend_reference_for(const Problem& p, const FrontEndF64& in,
   fo.gdn.scale = p.resolved_scale();
   fo.gdn.use_delta = p.use_delta;
   fo.gdn.threads = threads;
+  fo.gdn.heads = heads;
+  fo.gdn.o_magnitude = p.dtype == DType::f32;  // the float32 bound's cancellation term
   FrontEndOutputs fe = gdn_frontend_ref(p.shape, fi, fo);
   GdnRefOutputs out = std::move(fe.gdn);
   out.conv_cache = std::move(fe.q_conv_cache);

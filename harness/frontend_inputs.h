@@ -35,9 +35,13 @@ const char* frontend_distributions();
 
 // The float64 answer of a front-end problem: reference/frontend_reference.h's front end, then
 // the recurrence. o and hT as for a plain problem; conv_cache the final q, k, v caches
-// concatenated in that order ([B, H*K, 3], [B, H*K, 3], [B, HV*V, 3]).
+// concatenated in that order ([B, H*K, 3], [B, H*K, 3], [B, HV*V, 3]). `heads` (flat b HV + hv,
+// sorted; empty: every head) limits the recurrence, as GdnRefOptions::heads does. The front end
+// is per head too, but it costs ~1/K of the recurrence (a width-4 conv per channel against K V
+// state updates per token and head), so it always runs in full and the conv caches stay complete.
 GdnRefOutputs frontend_reference_for(const Problem& p, const FrontEndF64& in,
-                                     const std::vector<double>& h0, int threads);
+                                     const std::vector<double>& h0, int threads,
+                                     const std::vector<int64_t>& heads = {});
 
 // Elements of the concatenated final conv caches.
 int64_t frontend_conv_cache_elems(const GdnShape& s);

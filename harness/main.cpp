@@ -120,6 +120,7 @@ int run_main(const std::vector<std::string>& args) {
   opt.gpu = gpu;
   opt.check_determinism = inv.check_determinism;
   opt.attention_ref = inv.attention_ref;
+  opt.gdn_ref = inv.gdn_ref;
 
   // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
   const ResumeState resumed = inv.resume ? apply_resume(inv) : ResumeState{};

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 float poison_value_f32() { return bits_float(kPoisonBitsF32); }
 bool is_poison(float x) { return float_bits(x) == kPoisonBitsF32; }
@@ -122,6 +123,44 @@ TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vec
   return cmp.finish();
 }
 
+namespace {
+
+// The slot of each of `count` indices in `selected` (sorted, distinct, in [0, count)), -1 for the
+// indices not selected. Throws with `what` when `selected` breaks those rules.
+std::vector<int64_t> slots_of(const std::vector<int64_t>& selected, int64_t count, const char* what) {
+  std::vector<int64_t> slot(size_t(count), -1);
+  for (size_t r = 0; r < selected.size(); ++r) {
+    const int64_t i = selected[r];
+    if (i < 0 || i >= count || (r > 0 && i <= selected[r - 1]))
+      throw std::logic_error(std::string("compare_to_reference: ") + what +
+                             " must be sorted, distinct and in range");
+    slot[size_t(i)] = int64_t(r);
+  }
+  return slot;
+}
+
+// Walks `got` in blocks of block_len contiguous elements; ref_offset(block) is where the block's
+// reference starts in `ref`, or -1 where there is none (then only the checks that need no
+// reference apply). The one loop behind every partial comparison.
+template <typename RefOffset>
+TensorMetrics compare_blocks(const std::vector<float>& got, const std::vector<double>& ref, DType out_dtype,
+                             int64_t block_len, RefOffset&& ref_offset) {
+  Comparison cmp(out_dtype);
+  const int64_t blocks = block_len > 0 ? int64_t(got.size()) / block_len : 0;
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t base = blk * block_len;
+    const int64_t at = ref_offset(blk);
+    if (at < 0) {
+      for (int64_t c = 0; c < block_len; ++c) cmp.unreferenced(got[size_t(base + c)]);
+      continue;
+    }
+    for (int64_t c = 0; c < block_len; ++c) cmp.against(base + c, got[size_t(base + c)], ref[size_t(at + c)]);
+  }
+  return cmp.finish();
+}
+
+}  // namespace
+
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
                                    DType out_dtype, const RowSelection& sel) {
   const int64_t R = int64_t(sel.selected.size());
@@ -129,24 +168,26 @@ TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vec
       int64_t(ref.size()) != sel.outer * R * sel.row_len)
     throw std::logic_error("compare_to_reference: sizes do not match the row selection");
   // slot[t]: the reference row of row t, or -1 where none was computed.
-  std::vector<int64_t> slot(size_t(sel.rows), -1);
-  for (int64_t r = 0; r < R; ++r) {
-    const int64_t t = sel.selected[size_t(r)];
-    if (t < 0 || t >= sel.rows || (r > 0 && t <= sel.selected[size_t(r - 1)]))
-      throw std::logic_error("compare_to_reference: selected rows must be sorted, distinct and in range");
-    slot[size_t(t)] = r;
-  }
-  Comparison cmp(out_dtype);
-  for (int64_t b = 0; b < sel.outer; ++b)
-    for (int64_t t = 0; t < sel.rows; ++t) {
-      const int64_t base = (b * sel.rows + t) * sel.row_len;
-      const int64_t r = slot[size_t(t)];
-      if (r < 0) {
-        for (int64_t c = 0; c < sel.row_len; ++c) cmp.unreferenced(got[size_t(base + c)]);
-        continue;
-      }
-      const double* ref_row = ref.data() + (b * R + r) * sel.row_len;
-      for (int64_t c = 0; c < sel.row_len; ++c) cmp.against(base + c, got[size_t(base + c)], ref_row[c]);
-    }
-  return cmp.finish();
+  const std::vector<int64_t> slot = slots_of(sel.selected, sel.rows, "selected rows");
+  return compare_blocks(got, ref, out_dtype, sel.row_len, [&](int64_t blk) -> int64_t {
+    const int64_t b = blk / sel.rows, r = slot[size_t(blk % sel.rows)];
+    return r < 0 ? -1 : (b * R + r) * sel.row_len;
+  });
+}
+
+TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
+                                   DType out_dtype, const HeadSelection& sel) {
+  const int64_t n = int64_t(sel.heads.size());
+  if (sel.B < 0 || sel.T < 0 || sel.HV < 0 || sel.row_len < 0 ||
+      int64_t(got.size()) != sel.B * sel.T * sel.HV * sel.row_len ||
+      int64_t(ref.size()) != n * sel.T * sel.row_len)
+    throw std::logic_error("compare_to_reference: sizes do not match the head selection");
+  // slot[b HV + hv]: the head's place in the reference, or -1 where none was computed.
+  const std::vector<int64_t> slot = slots_of(sel.heads, sel.B * sel.HV, "selected heads");
+  // Block (b T + t) HV + hv is token t of head (b, hv); the reference holds it at (slot T + t).
+  return compare_blocks(got, ref, out_dtype, sel.row_len, [&](int64_t blk) -> int64_t {
+    const int64_t hv = blk % sel.HV, bt = blk / sel.HV, b = bt / sel.T, t = bt % sel.T;
+    const int64_t r = slot[size_t(b * sel.HV + hv)];
+    return r < 0 ? -1 : (r * sel.T + t) * sel.row_len;
+  });
 }

@@ -62,3 +62,24 @@ struct RowSelection {
 // use it only where outputs are bounded by the inputs, as attention's convex combinations are).
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
                                    DType out_dtype, const RowSelection& sel);
+
+// Which (b, hv) heads of a tensor laid out [B, T, HV, row_len] a reference covers: `heads`, as flat
+// indices b HV + hv (sorted, distinct, in [0, B HV)); the reference holds only those, as
+// [heads.size(), T, row_len]. GDN o [B, T, HV, V] sampled by head: row_len V; hT [B, HV, K, V]:
+// T 1, row_len K V.
+struct HeadSelection {
+  int64_t B = 1;
+  int64_t T = 0;
+  int64_t HV = 0;
+  int64_t row_len = 0;
+  std::vector<int64_t> heads;
+};
+
+// compare_to_reference where the reference covers only the selected heads, with the rules of the
+// RowSelection form: rel_l2, max_abs, the floor, err_vs_floor and the overflow checks over those
+// heads (worst_index indexes `got`), written and finite over every element. Outside the selected
+// heads an inf is a FAIL even where the float64 answer would overflow the dtype (there is no
+// reference to tell): sample only problems whose outputs stay in range.
+TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
+                                   DType out_dtype, const HeadSelection& sel);
+

@@ -44,9 +44,13 @@ struct ResultRow {
   // bitwise identical; "no" the variant declares itself non-deterministic, not checked; empty:
   // not checked (skipped, failed, or the check was off).
   std::string deterministic;
-  // Query rows per (b, h) whose o was compared with the float64 reference: T when every row was,
-  // fewer under a sampled attention reference (harness/attention_sample.h); 0: not verified.
+  // Query rows per referenced (b, h) head whose o was compared with the float64 reference: T when
+  // every row was, fewer under a sampled attention reference (harness/reference_sample.h); 0: not
+  // verified.
   int64_t ref_rows = 0;
+  // (b, hv) heads whose o (and hT) were compared with the reference: B HV when every head was,
+  // fewer under a sampled GDN reference; 0: not verified. Referenced rows: ref_heads x ref_rows.
+  int64_t ref_heads = 0;
 };
 
 // FLOP and byte counts of the problem for a family (DESIGN.md section 4).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -95,6 +96,15 @@ std::string cpu_model_name() {
   return "CPU";
 }
 
+double cancellation_kappa(const GdnRefOutputs& ref) {
+  double o2 = 0.0, a2 = 0.0;
+  for (size_t i = 0; i < ref.o.size(); ++i) {
+    o2 += ref.o[i] * ref.o[i];
+    a2 += ref.o_abs[i] * ref.o_abs[i];
+  }
+  return o2 > 0.0 ? std::sqrt(a2 / o2) : 0.0;
+}
+
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
                    const AttentionRef& attention_ref, const RunOptions& opt) {
   const VariantInfo& v = *c.variant;
@@ -130,15 +140,28 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     RunOutputs out = run->read_outputs();
     row.peak_device_bytes = run->peak_device_bytes();
     const GdnShape& s = c.problem.shape;
-    if (is_gdn || attention_ref.rows.empty()) {
-      row.o = compare_to_reference(out.o, is_gdn ? gdn_ref.o : attention_ref.o, c.problem.dtype);
-      row.ref_rows = s.T;
-    } else {  // a sampled reference: its rows only, but every element must still be written
+    row.ref_rows = s.T;
+    row.ref_heads = s.B * s.HV;
+    // A sampled reference: its rows or heads only, but every element must still be written and finite.
+    if (is_gdn && !gdn_ref.heads.empty()) {
+      row.o = compare_to_reference(out.o, gdn_ref.o, c.problem.dtype,
+                                   HeadSelection{s.B, s.T, s.HV, s.V, gdn_ref.heads});
+      row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32,
+                                    HeadSelection{s.B, 1, s.HV, s.K * s.V, gdn_ref.heads});
+      row.ref_heads = int64_t(gdn_ref.heads.size());
+    } else if (is_gdn) {
+      row.o = compare_to_reference(out.o, gdn_ref.o, c.problem.dtype);
+      row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
+    } else if (attention_ref.rows.empty()) {
+      row.o = compare_to_reference(out.o, attention_ref.o, c.problem.dtype);
+    } else {
       row.o = compare_to_reference(out.o, attention_ref.o, c.problem.dtype,
                                    RowSelection{s.B, s.T, s.HV * s.V, attention_ref.rows});
       row.ref_rows = int64_t(attention_ref.rows.size());
     }
-    if (is_gdn) row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32);
+
+    if (is_gdn && c.problem.dtype == DType::f32 && !gdn_ref.o_abs.empty())
+      row.tol.o_rel_l2 = fp32_cancellation_bound(row.tol.o_rel_l2, cancellation_kappa(gdn_ref));
 
     std::vector<std::string> problems;
     if (!row.o.finite_ok())
@@ -184,12 +207,15 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   return row;
 }
 
-GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
-  if (p.frontend) return frontend_reference_for(p, in.fe, in.h0, threads);
+GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,
+                                const std::vector<int64_t>& heads) {
+  if (p.frontend) return frontend_reference_for(p, in.fe, in.h0, threads, heads);
   GdnRefOptions ro;
   ro.scale = p.resolved_scale();
   ro.use_delta = p.use_delta;
   ro.threads = threads;
+  ro.heads = heads;
+  ro.o_magnitude = p.dtype == DType::f32;  // the float32 bound's cancellation term
   return gdn_recurrent_ref(p.shape, in.view(), ro);
 }
 
@@ -235,7 +261,10 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   }
   const HostInputs& inputs = needs_cache ? with_cache : given;
   const RefInputsF64 ref_in = to_f64(inputs);
-  const GdnRefOutputs gdn_ref = is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads) : GdnRefOutputs{};
+  const GdnRefOutputs gdn_ref =
+      is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                                 gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads))
+             : GdnRefOutputs{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
   const AttentionRef attn_ref =
       is_gdn || !have_cache
@@ -286,7 +315,8 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       have_gdn_ref = have_attn_ref = false;
     }
     if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
-      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads);
+      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                                  gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
       have_gdn_ref = true;
     }
     if (runnable && c.variant->family == Family::attention && !have_attn_ref &&

@@ -4,7 +4,7 @@
 #include <functional>
 #include <vector>
 
-#include "harness/attention_sample.h"
+#include "harness/reference_sample.h"
 #include "harness/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/result.h"
@@ -21,9 +21,13 @@ struct RunOptions {
   // compare o and hT bitwise; a difference fails a variant that declares itself deterministic.
   bool check_determinism = false;
   // Attention cases: the float64 reference for every query row, or for a sample of rows per
-  // (b, h) (harness/attention_sample.h); automatic decides by the reference's cost.
-  AttentionRefMode attention_ref = AttentionRefMode::automatic;
+  // (b, h) (harness/reference_sample.h); automatic decides by the reference's cost.
+  RefMode attention_ref = RefMode::automatic;
   int64_t attention_sample_rows = kAttentionSampleRows;
+  // GDN cases: the float64 recurrence for every (b, hv) head, or for a sample of heads
+  // (gdn_sample_heads, at most gdn_sample_heads of them); automatic decides by the cost.
+  RefMode gdn_ref = RefMode::automatic;
+  int64_t gdn_sample_heads = kGdnSampleHeads;
 };
 
 // The float64 attention answer of a problem, for every query row or for a sample of them.
@@ -50,8 +54,17 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
                    const AttentionRef& attention_ref, const RunOptions& opt);
 
+// ||o_abs|| / ||o|| of a GDN reference with o_abs (over the heads it holds, when sampled): how
+// much the terms of the outputs' dot products cancel (fp32_cancellation_bound); 0 where o is all
+// zero.
+double cancellation_kappa(const GdnRefOutputs& ref);
+
 // The float64 answers for a problem: the GDN recurrence, or causal attention over its q, k, v.
-GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads);
+// For a float32 problem the GDN answer carries o_abs too (the float32 bound's cancellation term).
+// `heads` (flat b HV + hv, sorted): the GDN answer for those heads only (GdnRefOptions::heads);
+// empty: every head.
+GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,
+                                const std::vector<int64_t>& heads = {});
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
 // The attention answer for the query rows `rows` only (empty: every row, attention_reference_for).
 AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,

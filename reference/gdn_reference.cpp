@@ -28,15 +28,19 @@ struct HeadView {
   int64_t state_offset() const { return (b * s.HV + hv) * s.K * s.V; }
 };
 
-// Runs head_fn(b, hv) over every head on `threads` threads.
+// Runs head_fn(slot, b, hv) for every head, or for the flat heads b HV + hv of `subset` (slot: the
+// head's position there), on `threads` threads.
 template <typename Fn>
-void for_each_head(const GdnShape& s, int threads, Fn&& head_fn) {
-  const int64_t heads = s.B * s.HV;
+void for_each_head(const GdnShape& s, const std::vector<int64_t>& subset, int threads, Fn&& head_fn) {
+  const int64_t heads = subset.empty() ? s.B * s.HV : int64_t(subset.size());
   const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, heads)));
   std::vector<std::thread> pool;
   for (int w = 0; w < n; ++w)
     pool.emplace_back([&, w] {
-      for (int64_t i = w; i < heads; i += n) head_fn(i / s.HV, i % s.HV);
+      for (int64_t i = w; i < heads; i += n) {
+        const int64_t flat = subset.empty() ? i : subset[size_t(i)];
+        head_fn(i, flat / s.HV, flat % s.HV);
+      }
     });
   for (auto& t : pool) t.join();
 }
@@ -51,15 +55,26 @@ void check_shape(const GdnShape& s) {
 GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
                                 const GdnRefOptions& opt) {
   check_shape(s);
+  for (size_t r = 0; r < opt.heads.size(); ++r)
+    if (opt.heads[r] < 0 || opt.heads[r] >= s.B * s.HV || (r > 0 && opt.heads[r] <= opt.heads[r - 1]))
+      throw std::invalid_argument("gdn_recurrent_ref: heads must be sorted, distinct and in [0, B HV)");
   const double scale = resolve_scale(opt, s.K);
+  const bool subset = !opt.heads.empty();
   GdnRefOutputs out;
-  out.o.assign(s.v_elems(), 0.0);
-  out.hT.assign(s.state_elems(), 0.0);
-  for_each_head(s, opt.threads, [&](int64_t b, int64_t hv) {
+  out.heads = opt.heads;
+  const int64_t heads = subset ? int64_t(opt.heads.size()) : s.B * s.HV;
+  out.o.assign(size_t(heads * s.T * s.V), 0.0);
+  out.hT.assign(size_t(heads * s.K * s.V), 0.0);
+  if (opt.o_magnitude) out.o_abs.assign(out.o.size(), 0.0);
+  // A subset's o is [heads, T, V]: token t of the head in `slot` at (slot T + t) V.
+  const int64_t o_token_stride = subset ? s.V : s.HV * s.V;
+  for_each_head(s, opt.heads, opt.threads, [&](int64_t slot, int64_t b, int64_t hv) {
       std::vector<double> S(s.K * s.V), u(s.V);
       HeadView hd{s, in, b, hv};
       if (in.h0) std::copy_n(in.h0 + hd.state_offset(), S.size(), S.begin());
       else std::fill(S.begin(), S.end(), 0.0);
+      const int64_t o_head_offset = subset ? slot * s.T * s.V : hd.o_offset(0);
+      double* o_head = out.o.data() + o_head_offset;
       for (int64_t t = 0; t < s.T; ++t) {
         const double alpha = std::exp(hd.g(t));
         for (double& x : S) x *= alpha;
@@ -78,14 +93,22 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
         for (int64_t i = 0; i < s.K; ++i)
           for (int64_t j = 0; j < s.V; ++j) S[i * s.V + j] += k[i] * u[j];
         const double* q = hd.q(t);
-        double* o = out.o.data() + hd.o_offset(t);
+        double* o = o_head + t * o_token_stride;
         for (int64_t j = 0; j < s.V; ++j) {
           double acc = 0.0;
           for (int64_t i = 0; i < s.K; ++i) acc += S[i * s.V + j] * q[i];
           o[j] = scale * acc;
         }
+        if (opt.o_magnitude) {
+          double* o_abs = out.o_abs.data() + o_head_offset + t * o_token_stride;
+          for (int64_t j = 0; j < s.V; ++j) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < s.K; ++i) acc += std::abs(S[i * s.V + j] * q[i]);
+            o_abs[j] = std::abs(scale) * acc;
+          }
+        }
       }
-      std::copy(S.begin(), S.end(), out.hT.begin() + hd.state_offset());
+      std::copy(S.begin(), S.end(), out.hT.begin() + (subset ? slot * s.K * s.V : hd.state_offset()));
   });
   return out;
 }

@@ -21,11 +21,22 @@ struct GdnRefOptions {
   double scale = 0.0;      // 0 means K^-1/2
   bool use_delta = true;   // false: gated linear attention, S = exp(g) S + k v^T (beta unused)
   int threads = 1;         // heads (b, hv) are independent; large references use several cores
+  // gdn_recurrent_ref: the heads to compute, as flat indices b HV + hv (sorted, distinct, in
+  // [0, B HV)); empty: every head. A head's answer does not depend on the others, so a subset is a
+  // partial reference of a problem too large for the whole one (harness/reference_sample.h).
+  std::vector<int64_t> heads;
+  // Also o_abs = |scale| |S|^T |q|: for each output, the sum of the magnitudes of the terms of
+  // its last dot product, which sets the rounding error a float32 kernel cannot avoid.
+  bool o_magnitude = false;
 };
 
 struct GdnRefOutputs {
-  std::vector<double> o;   // [B, T, HV, V]
-  std::vector<double> hT;  // [B, HV, K, V]
+  std::vector<double> o;   // [B, T, HV, V]; for a subset of heads [heads.size(), T, V]
+  std::vector<double> hT;  // [B, HV, K, V]; for a subset of heads [heads.size(), K, V]
+  std::vector<double> o_abs;  // with GdnRefOptions::o_magnitude: as o; else empty
+  // The heads o and hT hold when GdnRefOptions::heads chose a subset (entry r: head heads[r]);
+  // empty: every head, in the layouts above.
+  std::vector<int64_t> heads;
   // Front-end problems only (reference/frontend_reference.h): the final q, k, v conv caches
   // concatenated in that order; empty otherwise.
   std::vector<double> conv_cache;
@@ -34,6 +45,8 @@ struct GdnRefOutputs {
 double gdn_default_scale(const GdnShape& shape);
 
 // Step form: S' = exp(g) S; u = beta (v - S'^T k); S = S' + k u^T; o = S^T (scale q).
+// With opt.heads, only those heads, each computed by the same code as in the full reference (the
+// results agree bit for bit).
 GdnRefOutputs gdn_recurrent_ref(const GdnShape& shape, const GdnRefInputs& in,
                                 const GdnRefOptions& opt);
 

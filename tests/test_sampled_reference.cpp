@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/attention_sample.h"
+#include "harness/reference_sample.h"
 #include "harness/cli.h"
 #include "harness/csv.h"
 #include "harness/metrics.h"
@@ -64,7 +64,7 @@ std::unique_ptr<VariantRun> create_ideal(const Problem& p, const HostInputs& in,
 const VariantInfo kIdealAttention = {"ideal_attention", Family::attention, Backend::cpu, Precision::tensor_core,
                                      false, 0, "bf16", "any", runs_anything, create_ideal, "test double"};
 
-ResultRow run_one(const Problem& p, AttentionRefMode mode, int64_t sample_rows) {
+ResultRow run_one(const Problem& p, RefMode mode, int64_t sample_rows) {
   RunOptions opt;
   opt.cpu_threads = 2;
   opt.attention_ref = mode;
@@ -118,19 +118,19 @@ TEST_CASE("the sample depends on T and the budget only", "[reference][sampled]")
   const uint64_t seed = testutil::fresh_seed();
   INFO("seed " << seed);
   const Problem a = attention_problem(1, 3000, 2, 64, seed), b = attention_problem(1, 3000, 2, 64, seed + 1);
-  CHECK(attention_ref_rows(a, AttentionRefMode::sampled) == attention_ref_rows(b, AttentionRefMode::sampled));
-  CHECK(attention_ref_rows(a, AttentionRefMode::sampled) == attention_sample_rows(3000));
+  CHECK(attention_ref_rows(a, RefMode::sampled) == attention_ref_rows(b, RefMode::sampled));
+  CHECK(attention_ref_rows(a, RefMode::sampled) == attention_sample_rows(3000));
 
   // Up to the budget, every row: the sample is the full reference.
   std::vector<int64_t> all(300);
   for (int64_t t = 0; t < 300; ++t) all[size_t(t)] = t;
   CHECK(attention_sample_rows(300, 300) == all);
-  CHECK(attention_ref_rows(attention_problem(1, 300, 2, 64, seed), AttentionRefMode::sampled, 300).empty());
+  CHECK(attention_ref_rows(attention_problem(1, 300, 2, 64, seed), RefMode::sampled, 300).empty());
   // Decode against a KV cache is one query row: always full.
   Problem decode = attention_problem(4, 1, 32, 128, seed);
   decode.context = 1 << 20;
-  CHECK(attention_ref_rows(decode, AttentionRefMode::sampled).empty());
-  CHECK(attention_ref_rows(decode, AttentionRefMode::automatic).empty());
+  CHECK(attention_ref_rows(decode, RefMode::sampled).empty());
+  CHECK(attention_ref_rows(decode, RefMode::automatic).empty());
 }
 
 TEST_CASE("auto is full under the work budget and sampled from it on", "[reference][sampled]") {
@@ -141,15 +141,15 @@ TEST_CASE("auto is full under the work budget and sampled from it on", "[referen
   const Problem under = attention_problem(1, at - 1, 1, 64, 1), over = attention_problem(1, at, 1, 64, 1);
   REQUIRE(attention_ref_work(under) < kAttentionRefFullBudget);
   REQUIRE(attention_ref_work(over) >= kAttentionRefFullBudget);
-  CHECK(attention_ref_rows(under, AttentionRefMode::automatic).empty());
-  CHECK(attention_ref_rows(over, AttentionRefMode::automatic) == attention_sample_rows(at));
+  CHECK(attention_ref_rows(under, RefMode::automatic).empty());
+  CHECK(attention_ref_rows(over, RefMode::automatic) == attention_sample_rows(at));
   // The modes that do not look at the cost.
-  CHECK(attention_ref_rows(over, AttentionRefMode::full).empty());
-  CHECK(attention_ref_rows(attention_problem(1, 1000, 1, 64, 1), AttentionRefMode::sampled).size() <= 512);
-  CHECK_FALSE(attention_ref_rows(attention_problem(1, 1000, 1, 64, 1), AttentionRefMode::sampled).empty());
+  CHECK(attention_ref_rows(over, RefMode::full).empty());
+  CHECK(attention_ref_rows(attention_problem(1, 1000, 1, 64, 1), RefMode::sampled).size() <= 512);
+  CHECK_FALSE(attention_ref_rows(attention_problem(1, 1000, 1, 64, 1), RefMode::sampled).empty());
   // The CPU gate's largest attention-eligible problem (T = 65536, one head) is far over the budget;
   // its small ones (T <= 1000, H = 2, D = 128) stay full.
-  CHECK(attention_ref_rows(attention_problem(1, 1000, 2, 128, 1), AttentionRefMode::automatic).empty());
+  CHECK(attention_ref_rows(attention_problem(1, 1000, 2, 128, 1), RefMode::automatic).empty());
 }
 
 TEST_CASE("the sampled reference equals the full reference on its rows", "[reference][sampled]") {
@@ -254,11 +254,11 @@ TEST_CASE("a sampled verification fails a wrong sampled row and an unwritten ele
 
   SECTION("an ideal kernel passes, on the sampled rows") {
     g_spoil = Spoil::none;
-    const ResultRow r = run_one(p, AttentionRefMode::sampled, sample_rows);
+    const ResultRow r = run_one(p, RefMode::sampled, sample_rows);
     CHECK(r.status == Status::pass);
     CHECK(r.ref_rows == int64_t(rows.size()));
     CHECK(r.o.err_vs_floor == Approx(1.0).margin(1e-9));  // it writes the rounded reference
-    const ResultRow f = run_one(p, AttentionRefMode::full, sample_rows);
+    const ResultRow f = run_one(p, RefMode::full, sample_rows);
     CHECK(f.status == Status::pass);
     CHECK(f.ref_rows == p.shape.T);
   }
@@ -266,7 +266,7 @@ TEST_CASE("a sampled verification fails a wrong sampled row and an unwritten ele
     g_spoil = Spoil::none;
     Problem pc = p;
     pc.context = 40;
-    const ResultRow r = run_one(pc, AttentionRefMode::sampled, sample_rows);
+    const ResultRow r = run_one(pc, RefMode::sampled, sample_rows);
     CHECK(r.status == Status::pass);
     CHECK(r.ref_rows == int64_t(rows.size()));
     CHECK(r.o.err_vs_floor == Approx(1.0).margin(1e-9));
@@ -274,7 +274,7 @@ TEST_CASE("a sampled verification fails a wrong sampled row and an unwritten ele
   SECTION("a wrong value on a sampled row fails") {
     g_spoil = Spoil::wrong_value;
     g_spoil_index = on_sampled;
-    const ResultRow r = run_one(p, AttentionRefMode::sampled, sample_rows);
+    const ResultRow r = run_one(p, RefMode::sampled, sample_rows);
     CHECK(r.status == Status::fail);
     CHECK(r.reason.find("rel_l2") != std::string::npos);
     CHECK(r.o.worst_index == on_sampled);
@@ -282,7 +282,7 @@ TEST_CASE("a sampled verification fails a wrong sampled row and an unwritten ele
   SECTION("an unwritten element on an unsampled row fails") {
     g_spoil = Spoil::unwritten;
     g_spoil_index = off_sample;
-    const ResultRow r = run_one(p, AttentionRefMode::sampled, sample_rows);
+    const ResultRow r = run_one(p, RefMode::sampled, sample_rows);
     CHECK(r.status == Status::fail);
     CHECK(r.o.unwritten == 1);
     CHECK(r.reason.find("unwritten") != std::string::npos);
@@ -290,15 +290,15 @@ TEST_CASE("a sampled verification fails a wrong sampled row and an unwritten ele
   SECTION("a NaN on an unsampled row fails") {
     g_spoil = Spoil::nan;
     g_spoil_index = off_sample;
-    const ResultRow r = run_one(p, AttentionRefMode::sampled, sample_rows);
+    const ResultRow r = run_one(p, RefMode::sampled, sample_rows);
     CHECK(r.status == Status::fail);
     CHECK(r.o.nan_count == 1);
   }
   SECTION("a finite wrong value on an unsampled row is what only the full reference sees") {
     g_spoil = Spoil::wrong_value;
     g_spoil_index = off_sample;
-    CHECK(run_one(p, AttentionRefMode::sampled, sample_rows).status == Status::pass);
-    CHECK(run_one(p, AttentionRefMode::full, sample_rows).status == Status::fail);
+    CHECK(run_one(p, RefMode::sampled, sample_rows).status == Status::pass);
+    CHECK(run_one(p, RefMode::full, sample_rows).status == Status::fail);
   }
   g_spoil = Spoil::none;
 }
@@ -317,9 +317,11 @@ TEST_CASE("the CSV records the verified rows in ref_rows", "[harness][csv][sampl
   CHECK(csv_row_fields(meta, row)[i] == "512");
 
   g_spoil = Spoil::none;
-  const ResultRow ran = run_one(attention_problem(1, 200, 2, 64, testutil::fresh_seed()), AttentionRefMode::sampled, 64);
+  const ResultRow ran =
+      run_one(attention_problem(1, 200, 2, 64, testutil::fresh_seed()), RefMode::sampled, 64);
   CHECK(csv_row_fields(meta, ran)[i] == std::to_string(attention_sample_rows(200, 64).size()));
-  const ResultRow full = run_one(attention_problem(1, 200, 2, 64, testutil::fresh_seed()), AttentionRefMode::automatic, 64);
+  const ResultRow full =
+      run_one(attention_problem(1, 200, 2, 64, testutil::fresh_seed()), RefMode::automatic, 64);
   CHECK(csv_row_fields(meta, full)[i] == "200");
 }
 
@@ -332,11 +334,11 @@ TEST_CASE("--attention-ref takes full, sampled or auto (the default)", "[cli][sa
     args.insert(args.end(), extra.begin(), extra.end());
     return parse_invocation(args, false);
   };
-  CHECK(parse({}).attention_ref == AttentionRefMode::automatic);
-  CHECK(parse({"--attention-ref", "full"}).attention_ref == AttentionRefMode::full);
-  CHECK(parse({"--attention-ref", "sampled"}).attention_ref == AttentionRefMode::sampled);
-  CHECK(parse({"--attention-ref", "auto"}).attention_ref == AttentionRefMode::automatic);
+  CHECK(parse({}).attention_ref == RefMode::automatic);
+  CHECK(parse({"--attention-ref", "full"}).attention_ref == RefMode::full);
+  CHECK(parse({"--attention-ref", "sampled"}).attention_ref == RefMode::sampled);
+  CHECK(parse({"--attention-ref", "auto"}).attention_ref == RefMode::automatic);
   CHECK_THROWS_AS(parse({"--attention-ref", "some"}), UsageError);
   testutil::write_text(suite, "attention-ref = full\n");
-  CHECK(parse({}).attention_ref == AttentionRefMode::full);
+  CHECK(parse({}).attention_ref == RefMode::full);
 }
