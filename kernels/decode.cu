@@ -23,9 +23,10 @@
 //     cp.async first, while the q, k, v rows and gates of its (b, h) come from L2; then each
 //     thread moves its R state values into registers.
 // Budget of kernel 2 (K <= 128: R = 16, W = 8, fp32 state): dynamic shared 128 x 32 x 4 B = 16 KiB
-// of state + T x 2 x 128 x 4 B of q/k rows (1 KiB at T = 1, 8 KiB at T = 8); static ~1.7 KiB
-// (v rows, gates, step partials). Registers capped at 64 (4 blocks of 8 warps per SM,
-// kDecodeMinBlocks). K = 256 (W = 16): 32 + 16 KiB dynamic at T = 8, opted in past 48 KiB. Without
+// of state + T x 2 x 128 x 4 B of q/k rows (1 KiB at T = 1, 8 KiB at T = 8); static 4.2 KiB
+// (v rows, gates, step partials: 3 KiB of them). Registers capped at 64 (4 blocks of 8 warps per
+// SM, kDecodeMinBlocks). K = 256 (W = 16): 32 + 16 KiB dynamic at T = 8 plus 7.2 KiB static,
+// opted in whenever static + dynamic exceed 48 KiB (a float32 state from T = 5 on). Without
 // 16-byte alignment (V not a multiple of 4 for a float32 pool, of 8 for bf16) each thread loads
 // its own state values after the barrier.
 // Rounds: float32 everywhere; o rounded to the dtype once; the state is rounded only when stored
@@ -241,7 +242,7 @@ int64_t decode_static_smem(Kernel kernel) {
 }
 
 template <typename T, typename St, int kRows, int kWarps>
-cudaError_t launch_decode_shape(const GdnFrontEndParams& p, const float* fe, const dim3& grid,
+cudaError_t launch_decode_shape(const GdnFrontEndParams& p, float* fe, const dim3& grid,
                                 cudaStream_t stream) {
   constexpr int kChunkElems = 16 / int(sizeof(St));
   const size_t smem = decode_dynamic_smem<St, kRows * kWarps>(p.shape.T);
@@ -249,8 +250,8 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, const float* fe, con
   const bool async = p.shape.V % kChunkElems == 0 && reinterpret_cast<uintptr_t>(p.state) % 16 == 0;
   auto kernel = async ? gdn_decode_kernel<T, St, kRows, kWarps, true> : gdn_decode_kernel<T, St, kRows, kWarps, false>;
   // Without the opt-in a launch may use 48 KiB of shared memory in all, static included: the
-  // default dynamic limit is 48 KiB minus the kernel's static part (7.8 KiB at W = 16), so K = 256
-  // with a float32 state at T = 2..5 (43-48 KiB dynamic) needs the opt-in too. The static size
+  // default dynamic limit is 48 KiB minus the kernel's static part (7.2 KiB at W = 16), so K = 256
+  // with a float32 state at T = 5..7 (42-46 KiB dynamic) needs the opt-in too. The static size
   // is a property of the compiled kernel; -1 (query failed) always opts in.
   static const int64_t static_smem[2] = {decode_static_smem(gdn_decode_kernel<T, St, kRows, kWarps, false>),
                                          decode_static_smem(gdn_decode_kernel<T, St, kRows, kWarps, true>)};
@@ -259,12 +260,17 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, const float* fe, con
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess) return e;
   }
+  // The front end rolls the conv caches in place, so it is launched only once the state update
+  // can be: an error before this point leaves the pools untouched.
+  const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
+  gdn_decode_frontend_kernel<T><<<fe_grid, kFeThreads, 0, stream>>>(p, fe);
+  if (const cudaError_t e = cudaGetLastError()) return e;
   kernel<<<grid, kWarps * 32, smem, stream>>>(p, fe);
   return cudaGetLastError();
 }
 
 template <typename T, typename St>
-cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, const float* fe, cudaStream_t stream) {
+cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
   const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
   if (p.shape.K <= 64) return launch_decode_shape<T, St, 8, 8>(p, fe, grid, stream);
@@ -274,9 +280,6 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, const float* fe,
 
 template <typename T>
 cudaError_t launch_decode_for_type(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
-  gdn_decode_frontend_kernel<T><<<fe_grid, kFeThreads, 0, stream>>>(p, fe);
-  if (const cudaError_t e = cudaGetLastError()) return e;
   return p.state_bf16 ? launch_decode_for_types<T, __nv_bfloat16>(p, fe, stream)
                       : launch_decode_for_types<T, float>(p, fe, stream);
 }
