@@ -14,7 +14,7 @@
 //     convolved once per launch (not once per column block), its conv cache rolled in place by
 //     its only reader and writer (no counter), q and k normalised with a block sum of squares per
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
-//     the gates: ~49 KiB per batch row at H = HV = 32, K = V = 128) go to the workspace and stay in
+//     the gates: ~49 KiB per (b, t) at H = HV = 32, K = V = 128) go to the workspace and stay in
 //     L2 for kernel 2.
 //   2 state update: the decode shape of kernels/recurrent.cu, whose per-token step it shares
 //     (kernels/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
