@@ -126,6 +126,7 @@ GdnRefOutputs frontend_reference_for(const Problem& p, const FrontEndF64& in,
   fo.gdn.use_delta = p.use_delta;
   fo.gdn.threads = threads;
   fo.gdn.heads = heads;
+  fo.gdn.o_magnitude = p.dtype == DType::f32;  // the float32 bound's cancellation term
   FrontEndOutputs fe = gdn_frontend_ref(p.shape, fi, fo);
   GdnRefOutputs out = std::move(fe.gdn);
   out.conv_cache = std::move(fe.q_conv_cache);

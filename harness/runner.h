@@ -54,7 +54,13 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
                    const AttentionRef& attention_ref, const RunOptions& opt);
 
+// ||o_abs|| / ||o|| of a GDN reference with o_abs (over the heads it holds, when sampled): how
+// much the terms of the outputs' dot products cancel (fp32_cancellation_bound); 0 where o is all
+// zero.
+double cancellation_kappa(const GdnRefOutputs& ref);
+
 // The float64 answers for a problem: the GDN recurrence, or causal attention over its q, k, v.
+// For a float32 problem the GDN answer carries o_abs too (the float32 bound's cancellation term).
 // `heads` (flat b HV + hv, sorted): the GDN answer for those heads only (GdnRefOptions::heads);
 // empty: every head.
 GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,

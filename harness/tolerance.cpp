@@ -10,6 +10,12 @@ const char* precision_name(Precision p) {
   return "?";
 }
 
+double fp32_cancellation_bound(double table_bound, double kappa) {
+  const double u = 0x1p-24;
+  const double by_terms = kFp32CancellationFactor * u * kappa;
+  return by_terms > table_bound ? by_terms : table_bound;  // NaN kappa: the table's bound
+}
+
 Tolerance tolerance_for(Precision precision, DType dtype) {
   struct Entry {
     Precision precision;

@@ -65,6 +65,7 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
   const int64_t heads = subset ? int64_t(opt.heads.size()) : s.B * s.HV;
   out.o.assign(size_t(heads * s.T * s.V), 0.0);
   out.hT.assign(size_t(heads * s.K * s.V), 0.0);
+  if (opt.o_magnitude) out.o_abs.assign(out.o.size(), 0.0);
   // A subset's o is [heads, T, V]: token t of the head in `slot` at (slot T + t) V.
   const int64_t o_token_stride = subset ? s.V : s.HV * s.V;
   for_each_head(s, opt.heads, opt.threads, [&](int64_t slot, int64_t b, int64_t hv) {
@@ -72,7 +73,8 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
       HeadView hd{s, in, b, hv};
       if (in.h0) std::copy_n(in.h0 + hd.state_offset(), S.size(), S.begin());
       else std::fill(S.begin(), S.end(), 0.0);
-      double* o_head = out.o.data() + (subset ? slot * s.T * s.V : hd.o_offset(0));
+      const int64_t o_head_offset = subset ? slot * s.T * s.V : hd.o_offset(0);
+      double* o_head = out.o.data() + o_head_offset;
       for (int64_t t = 0; t < s.T; ++t) {
         const double alpha = std::exp(hd.g(t));
         for (double& x : S) x *= alpha;
@@ -96,6 +98,14 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
           double acc = 0.0;
           for (int64_t i = 0; i < s.K; ++i) acc += S[i * s.V + j] * q[i];
           o[j] = scale * acc;
+        }
+        if (opt.o_magnitude) {
+          double* o_abs = out.o_abs.data() + o_head_offset + t * o_token_stride;
+          for (int64_t j = 0; j < s.V; ++j) {
+            double acc = 0.0;
+            for (int64_t i = 0; i < s.K; ++i) acc += std::abs(S[i * s.V + j] * q[i]);
+            o_abs[j] = std::abs(scale) * acc;
+          }
         }
       }
       std::copy(S.begin(), S.end(), out.hT.begin() + (subset ? slot * s.K * s.V : hd.state_offset()));

@@ -25,11 +25,15 @@ struct GdnRefOptions {
   // [0, B HV)); empty: every head. A head's answer does not depend on the others, so a subset is a
   // partial reference of a problem too large for the whole one (harness/reference_sample.h).
   std::vector<int64_t> heads;
+  // Also o_abs = |scale| |S|^T |q|: for each output, the sum of the magnitudes of the terms of
+  // its last dot product, which sets the rounding error a float32 kernel cannot avoid.
+  bool o_magnitude = false;
 };
 
 struct GdnRefOutputs {
   std::vector<double> o;   // [B, T, HV, V]; for a subset of heads [heads.size(), T, V]
   std::vector<double> hT;  // [B, HV, K, V]; for a subset of heads [heads.size(), K, V]
+  std::vector<double> o_abs;  // with GdnRefOptions::o_magnitude: as o; else empty
   // The heads o and hT hold when GdnRefOptions::heads chose a subset (entry r: head heads[r]);
   // empty: every head, in the layouts above.
   std::vector<int64_t> heads;

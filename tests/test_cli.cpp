@@ -291,7 +291,7 @@ TEST_CASE("the binary: verify --suite smoke passes and writes the schema's CSV",
   const bool have_smoke = std::filesystem::exists(std::string(GDNBENCH_SOURCE_DIR) + "/suites/smoke.ini");
   if (!have_smoke) {
     suite = dir.file("smoke.ini");
-    testutil::write_text(suite, "dtypes = fp32,bf16,fp16\nH = 4\nHV = 8\nK = 32\nV = 48\n"
+    testutil::write_text(suite, "dtypes = fp32,bf16,fp16\nH = 1\nHV = 2\nK = 32\nV = 48\n"
                                 "T = 1,31,32,33,100\nchunk = 32\nh0 = off,on\n");
   }
   INFO("suite " << suite);
