@@ -151,8 +151,7 @@ class DecodeRun final : public CudaFrontEndRun {
       params_.cache_in[t] = cache_pool_[t].get();
       params_.cache_out[t] = cache_pool_[t].get();
     }
-    counters_ = allocate(gdn_decode_workspace_bytes(s));
-    CUDA_CHECK(cudaMemset(counters_.get(), 0, counters_.bytes()));
+    workspace_ = allocate(gdn_decode_workspace_bytes(s));
     params_.state = state_pool_.get();
     params_.state_bf16 = state_bf16;
     params_.slots = slots_dev_.as<int32_t>();
@@ -168,9 +167,8 @@ class DecodeRun final : public CudaFrontEndRun {
       poison(cache_pool_[t], pool_slots_ * cache_row_[t], dtype_);
       scatter(cache_pool_[t], init_cache_[t], cache_row_[t] * int64_t(dtype_bytes(dtype_)));
     }
-    CUDA_CHECK(cudaMemsetAsync(counters_.get(), 0, counters_.bytes(), stream_));
   }
-  void launch() override { CUDA_CHECK(cudaError_t(launch_gdn_decode(params_, counters_.get(), stream_))); }
+  void launch() override { CUDA_CHECK(cudaError_t(launch_gdn_decode(params_, workspace_.get(), stream_))); }
   RunOutputs read_outputs() override {
     synchronize();
     RunOutputs out{download(o_, o_elems_, dtype_), gather(state_pool_, state_row_, state_dtype_), {}};
@@ -206,7 +204,7 @@ class DecodeRun final : public CudaFrontEndRun {
   DType state_dtype_;
   int64_t pool_slots_ = 0, state_row_ = 0, cache_row_[3] = {0, 0, 0};
   std::vector<int32_t> slots_;
-  DeviceBuffer slots_dev_, state_pool_, init_state_, cache_pool_[3], init_cache_[3], counters_;
+  DeviceBuffer slots_dev_, state_pool_, init_state_, cache_pool_[3], init_cache_[3], workspace_;
 };
 
 }  // namespace
@@ -261,8 +259,9 @@ std::optional<std::string> fused_decode_unsupported(const Problem& p) {
   const double e = double(dtype_bytes(p.dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
   const double slots = double(decode_pool_slots(s.B) + s.B) / double(s.B);  // pools and initial rows
   const double need = e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
-                      slots * (e * double(s.B) * channels * kConvCache + 4.0 * double(s.state_elems()));
-  return device_memory_shortfall(need, "state and conv cache pools");
+                      slots * (e * double(s.B) * channels * kConvCache + 4.0 * double(s.state_elems())) +
+                      double(gdn_decode_workspace_bytes(s));
+  return device_memory_shortfall(need, "state and conv cache pools, front-end rows");
 }
 
 std::unique_ptr<VariantRun> create_fused_decode(const Problem& p, const HostInputs& in, const RunContext&) {

@@ -49,7 +49,7 @@ const std::vector<VariantInfo>& variant_registry() {
       takes_frontend({"fused_decode", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0,
                       "fp32 bf16 fp16", "T <= 8 new tokens; K, V <= 256", fused_decode_unsupported,
                       create_fused_decode,
-                      "in-place decode: conv cache roll, front end, state update, o; one kernel, state pool by slot"},
+                      "in-place decode: front-end kernel (conv cache roll, q, k, v, gates), then state update, o; state pool by slot"},
                      frontend_min_bytes_f32_state),
       takes_frontend({"fused_decode_bf16state", Family::gdn, Backend::cuda, Precision::bf16_state, false, 0,
                       "fp32 bf16 fp16", "T <= 8 new tokens; K, V <= 256", fused_decode_unsupported,

@@ -80,13 +80,12 @@ const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype)
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype);
 int launch_gdn_fused_conv(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
-// fused_decode: T <= kDecodeMaxTokens new tokens per sequence in one kernel: conv caches rolled in
-// place, conv + SiLU + L2 norm + gates, the state update and o; state and caches in pools
-// addressed through p.slots. K and V <= 256, B * HV <= 65535.
+// fused_decode: T <= kDecodeMaxTokens new tokens per sequence, in place: conv caches rolled,
+// conv + SiLU + L2 norm + gates (one kernel), then the state update and o (a second kernel);
+// state and caches in pools addressed through p.slots. K and V <= 256, B <= 65535.
 constexpr int64_t kDecodeMaxTokens = 8;
 const char* gdn_decode_shape_unsupported(const GdnShape& shape);
-// One counter per (b, h) that orders the in-place q/k conv cache update after every block that
-// reads it (kernels/decode.cu). Zero it once before the first launch; every launch leaves it
-// zero again.
+// The front end's float32 results of one launch, [B][T] rows of q, k, v and the gates
+// (kernels/decode.cu); no initial contents needed.
 size_t gdn_decode_workspace_bytes(const GdnShape& shape);
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);

@@ -255,7 +255,7 @@ std::vector<float> from_device_as(const DeviceBuffer& d, size_t n, DType dt) {
 struct DecodeDriver {
   Problem p;
   const HostInputs& in;
-  DeviceBuffer w[3], bias[3], A_log, dt_bias, state, cache[3], slots, counters;
+  DeviceBuffer w[3], bias[3], A_log, dt_bias, state, cache[3], slots, workspace;
 
   DecodeDriver(const Problem& problem, const HostInputs& inputs) : p(problem), in(inputs) {
     const GdnShape& s = p.shape;
@@ -275,8 +275,7 @@ struct DecodeDriver {
     state = to_device_as(reorder(in.h0, slot), DType::f32);
     slots = DeviceBuffer(slot.size() * 4);
     CUDA_CHECK(cudaMemcpy(slots.get(), slot.data(), slots.bytes(), cudaMemcpyHostToDevice));
-    counters = DeviceBuffer(gdn_decode_workspace_bytes(s));
-    CUDA_CHECK(cudaMemset(counters.get(), 0, counters.bytes()));
+    workspace = DeviceBuffer(gdn_decode_workspace_bytes(s));
   }
   // Row b of a [B, row] tensor to row B-1-b.
   static std::vector<float> reorder(const std::vector<float>& x, const std::vector<int32_t>& slot) {
@@ -318,7 +317,7 @@ struct DecodeDriver {
     fp.state = state.get();
     fp.slots = slots.as<int32_t>();
     fp.pool_slots = s.B;
-    CUDA_CHECK(cudaError_t(launch_gdn_decode(fp, counters.get(), nullptr)));
+    CUDA_CHECK(cudaError_t(launch_gdn_decode(fp, workspace.get(), nullptr)));
     CUDA_CHECK(cudaDeviceSynchronize());
     return from_device_as(o, size_t(s.B * n * cv), p.dtype);
   }
