@@ -897,6 +897,14 @@ const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   return nullptr;
 }
 
+GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype) {
+  GdnParams gp;
+  gp.shape = shape;
+  gp.dtype = dtype;
+  gp.chunk = kC;
+  return gp;
+}
+
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
@@ -952,14 +960,6 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
 // prologues.
 
 namespace {
-GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
-  GdnParams gp;
-  gp.shape = shape;
-  gp.dtype = dtype;
-  gp.chunk = kC;
-  return gp;
-}
-
 // Whether any final conv cache overlaps any initial one. prepare's last-chunk blocks write the
 // final caches while its first-chunk blocks, and the output kernel launched after it, still read the
 // initial ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
@@ -985,7 +985,7 @@ bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 =
 }  // namespace
 
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
-  if (const char* why = gdn_wy_ut_shape_unsupported(fused_conv_params(shape, dtype))) return why;
+  if (const char* why = gdn_wy_ut_shape_unsupported(gdn_wy_ut_shape_params(shape, dtype))) return why;
   if (shape.K != 64 && shape.K != 128)
     return "fused_conv needs K in {64, 128} (K = 256 is not verified with its front-end prologues: "
            "use unfused_conv)";
@@ -993,7 +993,7 @@ const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype)
 }
 
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
-  const GdnParams gp = fused_conv_params(shape, dtype);
+  const GdnParams gp = gdn_wy_ut_shape_params(shape, dtype);
   return fused_conv_k_offset(gp) + align256(size_t(shape.qk_elems()) * dtype_bytes(dtype));
 }
 
@@ -1007,7 +1007,7 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStre
       return int(cudaErrorInvalidValue);
   }
   if (conv_caches_overlap(fe) || !aligned16(workspace)) return int(cudaErrorInvalidValue);
-  GdnParams gp = fused_conv_params(fe.shape, fe.dtype);
+  GdnParams gp = gdn_wy_ut_shape_params(fe.shape, fe.dtype);
   gp.k = static_cast<unsigned char*>(workspace) + fused_conv_k_offset(gp);
   gp.h0 = fe.h0;
   gp.hT = fe.hT;

@@ -36,6 +36,10 @@ struct GdnWyUtWorkspace {
   float* Tm = nullptr;
 };
 
+// Parameters with only the shape, dtype and chunk (64) set: all that the shape checks and the
+// workspace sizes read, for callers that start from a GdnShape (the front-end variants).
+GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype);
+
 // Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned).
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
 // The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`.
