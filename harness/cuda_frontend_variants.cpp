@@ -223,14 +223,22 @@ std::vector<int32_t> decode_slots(int64_t B, uint64_t seed) {
   return perm;
 }
 
+namespace {
+// Device bytes of a forward front-end problem besides the variant's workspace: raw projections,
+// a, b, o and conv caches in and out in the dtype, h0 and hT in float32.
+double frontend_forward_bytes(const GdnShape& s, DType dtype) {
+  const double e = double(dtype_bytes(dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
+  return e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
+         e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
+}
+}  // namespace
+
 std::optional<std::string> unfused_conv_unsupported(const Problem& p) {
   const GdnShape& s = p.shape;
   if (s.B > 65535 || 2 * s.H + s.HV + 1 > 65535) return std::string("B and 2H + HV + 1 must be <= 65535");
   if (const char* why = gdn_frontend_unfused_shape_unsupported(s, p.dtype)) return std::string(why);
-  const double e = double(dtype_bytes(p.dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
-  const double need = double(gdn_frontend_unfused_workspace_bytes(s, p.dtype)) +
-                      e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
-                      e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
+  const double need =
+      double(gdn_frontend_unfused_workspace_bytes(s, p.dtype)) + frontend_forward_bytes(s, p.dtype);
   return device_memory_shortfall(need, "q, k, v, g, beta and wy_ut's workspace");
 }
 
@@ -240,11 +248,8 @@ std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInpu
 
 std::optional<std::string> fused_conv_unsupported(const Problem& p) {
   if (const char* why = gdn_fused_conv_shape_unsupported(p.shape, p.dtype)) return std::string(why);
-  const GdnShape& s = p.shape;
-  const double e = double(dtype_bytes(p.dtype)), channels = double(2 * s.H * s.K + s.HV * s.V);
-  const double need = double(gdn_fused_conv_workspace_bytes(s, p.dtype)) +
-                      e * double(2 * s.qk_elems() + 2 * s.v_elems() + 2 * s.gate_elems()) +
-                      e * double(s.B) * channels * kConvCache * 2 + 8.0 * double(s.state_elems());
+  const double need =
+      double(gdn_fused_conv_workspace_bytes(p.shape, p.dtype)) + frontend_forward_bytes(p.shape, p.dtype);
   return device_memory_shortfall(need, "projections and wy_ut's workspace");
 }
 

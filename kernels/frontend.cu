@@ -294,14 +294,6 @@ cudaError_t launch_frontend_for_type(const GdnFrontEndParams& p, const FeGrid& f
   return cudaGetLastError();
 }
 
-GdnParams wy_ut_params(const GdnShape& shape, DType dtype) {
-  GdnParams gp;
-  gp.shape = shape;
-  gp.dtype = dtype;
-  gp.chunk = kWyUtChunk;
-  return gp;
-}
-
 // The parts of the unfused workspace, in order.
 struct UnfusedParts {
   size_t q = 0, k = 0, v = 0, g = 0, beta = 0, wy = 0, total = 0;
@@ -314,7 +306,7 @@ UnfusedParts unfused_parts(const GdnShape& s, DType dtype) {
   u.g = u.v + align256(size_t(s.v_elems()) * e);
   u.beta = u.g + align256(size_t(s.gate_elems()) * 4);
   u.wy = u.beta + align256(size_t(s.gate_elems()) * 4);
-  u.total = u.wy + gdn_wy_ut_workspace_bytes(wy_ut_params(s, dtype));
+  u.total = u.wy + gdn_wy_ut_workspace_bytes(gdn_wy_ut_shape_params(s, dtype));
   return u;
 }
 
@@ -346,7 +338,7 @@ int launch_gdn_frontend(const GdnFrontEndParams& p, void* q, void* k, void* v, f
 }
 
 const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType dtype) {
-  return gdn_wy_ut_shape_unsupported(wy_ut_params(shape, dtype));
+  return gdn_wy_ut_shape_unsupported(gdn_wy_ut_shape_params(shape, dtype));
 }
 
 size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype) {
@@ -357,7 +349,7 @@ int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cud
   if (gdn_frontend_unfused_shape_unsupported(p.shape, p.dtype) || !workspace) return int(cudaErrorInvalidValue);
   const UnfusedParts parts = unfused_parts(p.shape, p.dtype);
   char* ws = static_cast<char*>(workspace);
-  GdnParams gp = wy_ut_params(p.shape, p.dtype);
+  GdnParams gp = gdn_wy_ut_shape_params(p.shape, p.dtype);
   gp.q = ws + parts.q;
   gp.k = ws + parts.k;
   gp.v = ws + parts.v;

@@ -1078,6 +1078,14 @@ const char* gdn_wy_ut_shape_unsupported(const GdnParams& p) {
   return nullptr;
 }
 
+GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype) {
+  GdnParams gp;
+  gp.shape = shape;
+  gp.dtype = dtype;
+  gp.chunk = kC;
+  return gp;
+}
+
 bool gdn_wy_ut_can_fuse_output(const GdnParams& p) { return p.shape.K <= 128; }
 
 // Parts in order: gamma, W, U, then the entering states unless the output is fused into the scan.
@@ -1154,14 +1162,6 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
 // fused_conv (kernels/frontend.h): wy_ut with the front end in its prologues.
 
 namespace {
-GdnParams fused_conv_params(const GdnShape& shape, DType dtype) {
-  GdnParams gp;
-  gp.shape = shape;
-  gp.dtype = dtype;
-  gp.chunk = kC;
-  return gp;
-}
-
 // Whether any final conv cache overlaps any initial one. prepare's last-chunk blocks write the
 // final caches while its first-chunk blocks, and the scan launched after it, still read the initial
 // ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
@@ -1183,14 +1183,14 @@ bool conv_caches_overlap(const GdnFrontEndParams& fe) {
 }  // namespace
 
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
-  if (const char* why = gdn_wy_ut_shape_unsupported(fused_conv_params(shape, dtype))) return why;
+  if (const char* why = gdn_wy_ut_shape_unsupported(gdn_wy_ut_shape_params(shape, dtype))) return why;
   if (shape.K != 64 && shape.K != 128)
     return "fused_conv needs K in {64, 128} (its front end runs in the fused-output scan; K = 256: unfused_conv)";
   return nullptr;
 }
 
 size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
-  return gdn_wy_ut_fused_workspace_bytes(fused_conv_params(shape, dtype));
+  return gdn_wy_ut_fused_workspace_bytes(gdn_wy_ut_shape_params(shape, dtype));
 }
 
 int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStream_t stream) {
@@ -1199,7 +1199,7 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStre
   for (int t = 0; t < 3; ++t)
     if (!fe.x[t] || !fe.conv_w[t]) return int(cudaErrorInvalidValue);
   if (conv_caches_overlap(fe)) return int(cudaErrorInvalidValue);
-  GdnParams gp = fused_conv_params(fe.shape, fe.dtype);
+  GdnParams gp = gdn_wy_ut_shape_params(fe.shape, fe.dtype);
   gp.h0 = fe.h0;
   gp.hT = fe.hT;
   gp.o = fe.o;

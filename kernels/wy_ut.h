@@ -41,6 +41,10 @@ struct GdnWyUtWorkspace {
   bool save_U = false;
 };
 
+// Parameters with only the shape, dtype and chunk (64) set: all that the shape checks and the
+// workspace sizes read, for callers that start from a GdnShape (the front-end variants).
+GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype);
+
 // True where the scan with the output inside (states_output) exists: K <= 128 (the fused step's
 // registers and shared memory do not fit K = 256). launch_gdn_wy_ut does not use it: on the H200
 // the three kernels are faster (docs/perf-notes.md, "wy_ut version 3"); fused_conv builds on it.

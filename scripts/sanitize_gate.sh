@@ -30,7 +30,10 @@
 # bounds each pass; a pass that runs out of time counts as a failure. For a complete racecheck
 # give it its own device call, split by SANITIZE_VARIANTS, with SANITIZE_TIMEOUT near 500.
 # SANITIZE_TOOLS (default "memcheck initcheck synccheck racecheck") and SANITIZE_VARIANTS
-# (default auto) narrow a rerun.
+# (default auto) narrow a rerun. SANITIZE_PER_VARIANT=1 splits every pass into one pass per variant
+# (auto: every CUDA variant of `gdnbench list`, or every variant on a build without CUDA), each
+# with its own SANITIZE_TIMEOUT and summary line `<pass>_<variant>`: a slow variant then cuts only
+# its own pass, and the others finish.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ $# -eq 1 ] || { echo "usage: scripts/sanitize_gate.sh OUTDIR" >&2; exit 2; }
@@ -43,6 +46,17 @@ command -v compute-sanitizer >/dev/null ||
 tools=${SANITIZE_TOOLS:-memcheck initcheck synccheck racecheck}
 variants=${SANITIZE_VARIANTS:-auto}
 limit=${SANITIZE_TIMEOUT:-130}
+per_variant=${SANITIZE_PER_VARIANT:-0}
+if [ "$per_variant" = 1 ]; then
+  if [ "$variants" = auto ]; then
+    mapfile -t variant_list < <("$bin" list | awk 'NR > 1 && $3 == "cuda" {print $1}')
+    [ ${#variant_list[@]} -gt 0 ] || mapfile -t variant_list < <("$bin" list | awk 'NR > 1 {print $1}')
+  else
+    IFS=, read -r -a variant_list <<<"$variants"
+  fi
+else
+  variant_list=("$variants")
+fi
 
 # The gate less its long-sequence lines (any T above 1024), written next to the results so the
 # run can be repeated from OUTDIR alone.
@@ -69,22 +83,24 @@ for tool in $tools; do
   fi
 done
 for pass in "${passes[@]}"; do
-  IFS='|' read -r tool extra_args name <<<"$pass"
-  read -r -a extra <<<"$extra_args"
-  start=$SECONDS
-  timeout --signal=INT --kill-after=20 "$limit" \
-    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 \
-    "$bin" verify --suite "$reduced" --variants "$variants" "${extra[@]}" --no-progress \
-    --out "$out/$name.csv" >"$out/$name.log" 2>&1
-  rc=$?
-  secs=$((SECONDS - start))
-  # "ERROR SUMMARY: N errors" (memcheck, initcheck, synccheck) or "RACECHECK SUMMARY: N hazards".
-  errors=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$out/$name.log" | grep -Eo '[0-9]+$' | tail -n 1)
-  [ -n "$errors" ] || errors="?"
-  # Kernel names in the sanitizer's own lines (they start with =========); none when clean.
-  kernels=$(grep '^=========' "$out/$name.log" | grep -Eo '[A-Za-z_][A-Za-z0-9_]*(_kernel|Kernel|gemm|_sm90)[A-Za-z0-9_]*' |
-            sort -u | head -n 8 | tr '\n' ' ')
-  verdicts=$(python3 - "$out/$name.csv" 2>/dev/null <<'PY'
+  for variant in "${variant_list[@]}"; do
+    IFS='|' read -r tool extra_args name <<<"$pass"
+    [ "$per_variant" = 1 ] && name="${name}_$variant"
+    read -r -a extra <<<"$extra_args"
+    start=$SECONDS
+    timeout --signal=INT --kill-after=20 "$limit" \
+      compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 \
+      "$bin" verify --suite "$reduced" --variants "$variant" "${extra[@]}" --no-progress \
+      --out "$out/$name.csv" >"$out/$name.log" 2>&1
+    rc=$?
+    secs=$((SECONDS - start))
+    # "ERROR SUMMARY: N errors" (memcheck, initcheck, synccheck) or "RACECHECK SUMMARY: N hazards".
+    errors=$(grep -Eo '(ERROR|RACECHECK) SUMMARY: [0-9]+' "$out/$name.log" | grep -Eo '[0-9]+$' | tail -n 1)
+    [ -n "$errors" ] || errors="?"
+    # Kernel names in the sanitizer's own lines (they start with =========); none when clean.
+    kernels=$(grep '^=========' "$out/$name.log" | grep -Eo '[A-Za-z_][A-Za-z0-9_]*(_kernel|Kernel|gemm|_sm90)[A-Za-z0-9_]*' |
+              sort -u | head -n 8 | tr '\n' ' ')
+    verdicts=$(python3 - "$out/$name.csv" 2>/dev/null <<'PY'
 import collections, csv, sys
 counts = collections.defaultdict(collections.Counter)
 for row in csv.DictReader(open(sys.argv[1])):
@@ -92,16 +108,17 @@ for row in csv.DictReader(open(sys.argv[1])):
 print(" ".join(f"{v}:{sum(c.values())}(PASS {c['PASS']} FAIL {c['FAIL']} SKIPPED {c['SKIPPED']})"
                for v, c in sorted(counts.items())))
 PY
-)
-  verdict=clean
-  if [ $rc -eq 124 ] || [ $rc -eq 130 ] || [ $rc -eq 137 ]; then verdict="timed out after ${limit} s"
-  elif [ $rc -eq 99 ] || { [ "$errors" != "?" ] && [ "$errors" != 0 ]; }; then verdict="SANITIZER ERRORS"
-  elif [ $rc -ne 0 ]; then verdict="gdnbench exit $rc (a case failed or it could not run)"
-  elif [ "$errors" = "?" ]; then verdict="no sanitizer summary in the log"
-  fi
-  [ "$verdict" = clean ] || status=1
-  line="$name: $verdict; errors $errors; exit $rc; ${secs} s; variants ${verdicts:-none}; kernels named: ${kernels:-none}"
-  echo "$line" | tee -a "$out/summary.txt"
+    )
+    verdict=clean
+    if [ $rc -eq 124 ] || [ $rc -eq 130 ] || [ $rc -eq 137 ]; then verdict="timed out after ${limit} s"
+    elif [ $rc -eq 99 ] || { [ "$errors" != "?" ] && [ "$errors" != 0 ]; }; then verdict="SANITIZER ERRORS"
+    elif [ $rc -ne 0 ]; then verdict="gdnbench exit $rc (a case failed or it could not run)"
+    elif [ "$errors" = "?" ]; then verdict="no sanitizer summary in the log"
+    fi
+    [ "$verdict" = clean ] || status=1
+    line="$name: $verdict; errors $errors; exit $rc; ${secs} s; variants ${verdicts:-none}; kernels named: ${kernels:-none}"
+    echo "$line" | tee -a "$out/summary.txt"
+  done
 done
 echo "summary: $out/summary.txt"
 exit $status

@@ -153,17 +153,24 @@ void check_same_bytes(const char* name, const std::vector<unsigned char>& got, c
   CHECK(count == 0);
 }
 
-}  // namespace
-
-TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching the device", "[wy_ut]") {
+// bf16 parameters of one head, T = 100, whose pointers are set but never dereferenced: for the
+// refusals a launcher decides before it touches the device.
+GdnParams params_for_refusals(int64_t K, int64_t V) {
+  static int dummy = 0;
   GdnParams p;
-  p.shape = GdnShape{1, 100, 1, 1, 128, 128};
-  int dummy = 0;
+  p.shape = GdnShape{1, 100, 1, 1, K, V};
   p.q = p.k = p.v = &dummy;
   p.o = &dummy;
   p.beta = reinterpret_cast<const float*>(&dummy);
   p.chunk = 64;
   p.dtype = DType::bf16;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching the device", "[wy_ut]") {
+  GdnParams p = params_for_refusals(128, 128);
   CHECK(gdn_wy_ut_unsupported(p) == nullptr);
   p.dtype = DType::f16;
   CHECK(gdn_wy_ut_unsupported(p) == nullptr);
@@ -181,14 +188,7 @@ TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching t
 }
 
 TEST_CASE("wy_ut's scan with the output inside exists for K <= 128 only", "[wy_ut]") {
-  GdnParams p;
-  p.shape = GdnShape{1, 100, 1, 1, 64, 128};
-  int dummy = 0;
-  p.q = p.k = p.v = &dummy;
-  p.o = &dummy;
-  p.beta = reinterpret_cast<const float*>(&dummy);
-  p.chunk = 64;
-  p.dtype = DType::bf16;
+  GdnParams p = params_for_refusals(64, 128);
   CHECK(gdn_wy_ut_can_fuse_output(p));
   p.shape.K = 128;
   CHECK(gdn_wy_ut_can_fuse_output(p));

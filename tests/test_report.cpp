@@ -398,3 +398,26 @@ TEST_CASE("report refuses bad input with a usage error", "[report]") {
     CHECK(testutil::run_gdnbench("report '" + dir.file("good.csv") + "'").exit_code == 0);
   }
 }
+
+TEST_CASE("the accuracy table counts the rows judged against a sampled reference", "[report]") {
+  testutil::TempDir dir;
+  {
+    CsvWriter w(dir.file("s.csv"), report_meta(3));
+    ResultRow full = timed_row("gdn_fake", "gdn", 1024, 1.0);
+    full.ref_rows = 1024;
+    full.ref_heads = 4;  // B HV
+    ResultRow heads = timed_row("gdn_fake", "gdn", 2048, 2.0);
+    heads.ref_rows = 2048;
+    heads.ref_heads = 2;  // 2 of the 4 (b, hv) heads
+    ResultRow rows = timed_row("attn_fake", "attention", 2048, 3.0);
+    rows.ref_rows = 500;  // 500 of 2048 query rows
+    rows.ref_heads = 4;
+    w.append(full);
+    w.append(heads);
+    w.append(rows);
+  }
+  const std::string md =
+      build_report({read_gdnbench_csv(dir.file("s.csv"), report_required_columns())}, "gdnbench report s.csv");
+  CHECK(contains(md, "| gdn_fake | bf16 | 2 | 2 | 0 | 0 | 1 |"));  // rows, PASS, FAIL, SKIPPED, sampled
+  CHECK(contains(md, "| attn_fake | bf16 | 1 | 1 | 0 | 0 | 1 |"));
+}

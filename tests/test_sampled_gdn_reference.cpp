@@ -326,25 +326,9 @@ TEST_CASE("the CSV records the referenced heads in ref_heads", "[harness][csv][s
   CHECK(csv_row_fields(meta, full)[rows_col] == "50");
 }
 
-TEST_CASE("--gdn-ref takes full, sampled or auto (the default); the gate is full, large sampled",
+// The option itself: tests/test_sampled_reference.cpp, with --attention-ref.
+TEST_CASE("the gate verifies against full references, the large suite against sampled ones",
           "[cli][sampled][gdn]") {
-  testutil::TempDir dir;
-  const std::string suite = dir.file("suite.ini");
-  testutil::write_text(suite, "");
-  auto parse = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {"verify", "--suite", suite, "--variants", "cpu_recurrent"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return parse_invocation(args, false);
-  };
-  CHECK(parse({}).gdn_ref == RefMode::automatic);
-  CHECK(parse({"--gdn-ref", "full"}).gdn_ref == RefMode::full);
-  CHECK(parse({"--gdn-ref", "sampled"}).gdn_ref == RefMode::sampled);
-  CHECK(parse({"--gdn-ref", "auto"}).gdn_ref == RefMode::automatic);
-  CHECK_THROWS_AS(parse({"--gdn-ref", "some"}), UsageError);
-  testutil::write_text(suite, "gdn-ref = sampled\n");
-  CHECK(parse({}).gdn_ref == RefMode::sampled);
-  CHECK(parse({"--gdn-ref", "full"}).gdn_ref == RefMode::full);  // the command line wins
-
   const std::string suites = std::string(GDNBENCH_SOURCE_DIR) + "/suites/";
   const Invocation gate = parse_invocation({"verify", "--suite", suites + "gate.ini"}, false);
   CHECK(gate.gdn_ref == RefMode::full);

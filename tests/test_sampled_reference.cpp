@@ -325,20 +325,24 @@ TEST_CASE("the CSV records the verified rows in ref_rows", "[harness][csv][sampl
   CHECK(csv_row_fields(meta, full)[i] == "200");
 }
 
-TEST_CASE("--attention-ref takes full, sampled or auto (the default)", "[cli][sampled]") {
+TEST_CASE("--attention-ref and --gdn-ref take full, sampled or auto (the default)", "[cli][sampled]") {
+  const std::string flag = GENERATE("attention-ref", "gdn-ref");
+  const auto mode = [&](const Invocation& inv) { return flag == "gdn-ref" ? inv.gdn_ref : inv.attention_ref; };
   testutil::TempDir dir;
   const std::string suite = dir.file("suite.ini");
   testutil::write_text(suite, "");
   auto parse = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = {"verify", "--suite", suite, "--variants", "cpu_recurrent"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return parse_invocation(args, false);
+    return mode(parse_invocation(args, false));
   };
-  CHECK(parse({}).attention_ref == RefMode::automatic);
-  CHECK(parse({"--attention-ref", "full"}).attention_ref == RefMode::full);
-  CHECK(parse({"--attention-ref", "sampled"}).attention_ref == RefMode::sampled);
-  CHECK(parse({"--attention-ref", "auto"}).attention_ref == RefMode::automatic);
-  CHECK_THROWS_AS(parse({"--attention-ref", "some"}), UsageError);
-  testutil::write_text(suite, "attention-ref = full\n");
-  CHECK(parse({}).attention_ref == RefMode::full);
+  INFO("--" << flag);
+  CHECK(parse({}) == RefMode::automatic);
+  CHECK(parse({"--" + flag, "full"}) == RefMode::full);
+  CHECK(parse({"--" + flag, "sampled"}) == RefMode::sampled);
+  CHECK(parse({"--" + flag, "auto"}) == RefMode::automatic);
+  CHECK_THROWS_AS(parse({"--" + flag, "some"}), UsageError);
+  testutil::write_text(suite, flag + " = sampled\n");
+  CHECK(parse({}) == RefMode::sampled);
+  CHECK(parse({"--" + flag, "full"}) == RefMode::full);  // the command line wins
 }
