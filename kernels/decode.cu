@@ -72,19 +72,28 @@ struct DecodeFeLayout {
       : qk(s.H * s.K), v(s.HV * s.V), row(2 * s.H * s.K + s.HV * s.V + 2 * s.HV) {}
 };
 
-constexpr int kFeThreads = 256;  // one channel per thread: K, V <= 256
+constexpr int kFeMaxThreads = 256;  // one channel per thread: K, V <= 256
 
-// Kernel 1, grid (2H + HV, B): block x < H convolves q head x, x < 2H k head x - H, else v head
-// x - 2H; thread = channel. The conv cache of a channel has this one reader and writer, so it is
-// rolled in place. q and k rows are normalised here (block sums of squares per token); the v
-// blocks' first T threads compute the gates.
+// Threads of a front-end block: one per channel of the widest head, in whole warps (128 at
+// K = V = 128). Version 3 always ran 256, so at K = V = 128 half of every block idled while
+// holding its registers: 48 registers x 256 threads let 5 blocks (640 working channels) reside
+// per SM; 128-thread blocks make that 10 (1280), half the waves.
+unsigned decode_fe_threads(const GdnShape& s) {
+  const int64_t d = s.K > s.V ? s.K : s.V;
+  return unsigned((d + 31) / 32 * 32);
+}
+
+// Kernel 1, grid (2H + HV, B), decode_fe_threads threads: block x < H convolves q head x, x < 2H
+// k head x - H, else v head x - 2H; thread = channel. The conv cache of a channel has this one
+// reader and writer, so it is rolled in place. q and k rows are normalised here (block sums of
+// squares per token); the v blocks' first T threads compute the gates.
 template <typename T>
-__global__ void __launch_bounds__(kFeThreads) gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe) {
-  constexpr int kWarps = kFeThreads / 32;
-  __shared__ float ss_s[kDecodeMaxTokens][kWarps];
+__global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe) {
+  constexpr int kMaxWarps = kFeMaxThreads / 32;
+  __shared__ float ss_s[kDecodeMaxTokens][kMaxWarps];
   const GdnShape s = p.shape;
   const DecodeFeLayout lay(s);
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, nt = int(s.T);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32, nt = int(s.T);
   const int H = int(s.H), head_block = int(blockIdx.x);
   const int b = int(blockIdx.y);
   const int tensor = head_block < H ? kFeQ : head_block < 2 * H ? kFeK : kFeV;
@@ -93,17 +102,30 @@ __global__ void __launch_bounds__(kFeThreads) gdn_decode_frontend_kernel(const G
   const int64_t channels = tensor == kFeV ? lay.v : lay.qk;
   const bool ok = tid < D;
   const int64_t ch = int64_t(head) * D + tid;
+  // Two dependent round trips, slots[b] then the conv cache at that slot; everything else (x,
+  // taps, bias, the gate inputs) is requested while the first is in flight. The v blocks' gates
+  // are stored first: their loads share the slot's round trip (and keeping them in registers to
+  // the end would cost 4 registers, one resident block per SM).
   const int64_t slot = p.slots[b];
+  float* row = fe + int64_t(b) * nt * lay.row;
+  if (tensor == kFeV && tid < nt) {
+    const int64_t gi = (int64_t(b) * nt + tid) * s.HV + head;
+    float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * head;
+    gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[head], p.dt_bias[head]));
+    gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+  }
   float y[kDecodeMaxTokens];
   if (ok) {
     const T* x = static_cast<const T*>(p.x[tensor]) + int64_t(b) * nt * channels + ch;
     const T* bias = static_cast<const T*>(p.conv_bias[tensor]);
-    T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
     ConvChannel conv;
-    conv.load<T>(static_cast<const T*>(p.conv_w[tensor]) + ch * kConvWidth, bias ? bias + ch : nullptr, cache);
+    conv.load<T>(static_cast<const T*>(p.conv_w[tensor]) + ch * kConvWidth, bias ? bias + ch : nullptr,
+                 static_cast<const T*>(nullptr));
     float xs[kDecodeMaxTokens];
 #pragma unroll
     for (int t = 0; t < kDecodeMaxTokens; ++t) xs[t] = t < nt ? to_float(x[t * channels]) : 0.0f;
+    T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
+    conv.load_cache<T>(cache);
 #pragma unroll
     for (int t = 0; t < kDecodeMaxTokens; ++t) y[t] = t < nt ? fe_silu(conv.step(xs[t])) : 0.0f;
     conv.store_cache(cache);
@@ -111,19 +133,13 @@ __global__ void __launch_bounds__(kFeThreads) gdn_decode_frontend_kernel(const G
 #pragma unroll
     for (int t = 0; t < kDecodeMaxTokens; ++t) y[t] = 0.0f;
   }
-  float* row = fe + int64_t(b) * nt * lay.row;
   if (tensor == kFeV) {
     if (ok)
       for (int t = 0; t < nt; ++t) row[t * lay.row + 2 * lay.qk + ch] = y[t];
-    if (tid < nt) {
-      const int64_t gi = (int64_t(b) * nt + tid) * s.HV + head;
-      float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * head;
-      gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[head], p.dt_bias[head]));
-      gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
-    }
     return;
   }
-  // q or k: 1 / ||row|| per token from the block's sum of squares (channels past K add zeros).
+  // q or k: 1 / ||row|| per token from the block's sum of squares, the warps summed in order (as
+  // in version 3, whose extra warps added zeros: the same bits).
 #pragma unroll
   for (int t = 0; t < kDecodeMaxTokens; ++t) {
     if (t < nt) {
@@ -136,7 +152,8 @@ __global__ void __launch_bounds__(kFeThreads) gdn_decode_frontend_kernel(const G
   for (int t = 0; t < nt; ++t) {
     float ss = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) ss += ss_s[t][w];
+    for (int w = 0; w < kMaxWarps; ++w)
+      if (w < warps) ss += ss_s[t][w];
     row[t * lay.row + (tensor == kFeK ? lay.qk : 0) + ch] = y[t] * fe_inv_l2(ss, p.l2_eps);
   }
 }
@@ -263,7 +280,7 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, float* fe, const dim
   // The front end rolls the conv caches in place, so it is launched only once the state update
   // can be: an error before this point leaves the pools untouched.
   const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
-  gdn_decode_frontend_kernel<T><<<fe_grid, kFeThreads, 0, stream>>>(p, fe);
+  gdn_decode_frontend_kernel<T><<<fe_grid, decode_fe_threads(p.shape), 0, stream>>>(p, fe);
   if (const cudaError_t e = cudaGetLastError()) return e;
   kernel<<<grid, kWarps * 32, smem, stream>>>(p, fe);
   return cudaGetLastError();

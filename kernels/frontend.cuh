@@ -61,6 +61,12 @@ struct ConvChannel {
 #pragma unroll
     for (int i = 0; i < kConvCache; ++i) hist[i] = cache_or_null ? to_float(cache_or_null[i]) : 0.0f;
   }
+  // The cache alone (3 inputs), for a caller that loaded the taps first with load(w, bias, nullptr).
+  template <typename T>
+  __device__ __forceinline__ void load_cache(const T* cache) {
+#pragma unroll
+    for (int i = 0; i < kConvCache; ++i) hist[i] = to_float(cache[i]);
+  }
   __device__ __forceinline__ float step(float x) {
     const float y = fe_conv(w, bias, hist[0], hist[1], hist[2], x);
     hist[0] = hist[1];
