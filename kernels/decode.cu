@@ -9,8 +9,13 @@
 // the state-update blocks: every one of the V/32 column blocks of a (b, h) group convolved and
 // normalised the same q and k channels, on the block's critical path, and the in-place q/k cache
 // update needed a per-(b, h) arrival counter. ncu showed the block time set by that front end.
-// Version 3, this one: two kernels.
-//   1 front end, grid (2H + HV, B), 256 threads, thread = channel: each q, k or v channel is
+// Version 3: two kernels (0.121 ms). Version 4, this one: version 3 with front-end blocks of
+// round_up(max(K, V), 32) threads instead of 256 (0.114 ms; 23.3 -> 15.7 us for the front end at
+// B = 64). A state kernel that walked several slices per block through two cp.async stages was
+// measured too: 4-5% faster with a float32 pool at B >= 64, 9-21% slower with a bf16 pool, 12%
+// slower at B = 1 (docs/perf-notes.md, fused_decode version 4), so the state kernel stays one
+// slice per block.
+//   1 front end, grid (2H + HV, B), one thread per channel: each q, k or v channel is
 //     convolved once per launch (not once per column block), its conv cache rolled in place by
 //     its only reader and writer (no counter), q and k normalised with a block sum of squares per
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
