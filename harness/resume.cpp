@@ -1,5 +1,6 @@
 #include "harness/resume.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -53,6 +54,51 @@ std::vector<std::vector<std::string>> parse_records(const std::string& text, con
   }
 }
 
+
+// The records of a CSV whose header is this schema's or an older one of the same version: the
+// schema adds columns without a new version (reports/SCHEMA.md), so a header that is this one less
+// some columns, in this order, and keeps every column resume reads, is an earlier v1 file. Its
+// records are widened to this header (the new columns empty, "not applicable") and `contents`
+// rewritten to match, so the rows appended next line up with the kept ones. Any other header is a
+// usage error.
+std::vector<std::vector<std::string>> upgrade_older_header(std::vector<std::vector<std::string>> records,
+                                                           const std::string& path, std::string& contents) {
+  const std::vector<std::string> cols = csv_columns();
+  const auto refuse = [&] {
+    return UsageError(fmt::format("--resume: '{}' does not have the CSV header of schema v{} "
+                                  "(write to a new --out, or move the file away)", path, kCsvSchemaVersion));
+  };
+  if (records.empty()) throw refuse();
+  const std::vector<std::string> header = records[0];  // a copy: records[0] is replaced below
+  if (header == cols) return records;
+  // Where each of the file's columns stands in this schema's order: strictly increasing, or refused.
+  std::vector<size_t> at;
+  size_t next = 0;
+  for (const std::string& name : header) {
+    while (next < cols.size() && cols[next] != name) ++next;
+    if (next == cols.size()) throw refuse();
+    at.push_back(next++);
+  }
+  for (const std::string& needed : key_columns())
+    if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
+  for (const char* needed : {"schema_version", "status"})
+    if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
+  std::string text = csv_header_line();
+  records[0] = cols;
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() != header.size())
+      throw UsageError(fmt::format("--resume: '{}' record {} has {} fields, the header {}", path, r,
+                                   records[r].size(), header.size()));
+    std::vector<std::string> wide(cols.size());
+    for (size_t i = 0; i < at.size(); ++i) wide[at[i]] = std::move(records[r][i]);
+    for (size_t i = 0; i < wide.size(); ++i) text += (i ? "," : "") + csv_escape(wide[i]);
+    text += '\n';
+    records[r] = std::move(wide);
+  }
+  contents = std::move(text);
+  return records;
+}
+
 }  // namespace
 
 std::string resume_case_key(const Case& c) {
@@ -74,14 +120,8 @@ ResumeState apply_resume(Invocation& inv) {
   st.contents = text.str();
   if (st.contents.empty()) return st;
 
-  const std::string header = csv_header_line();
-  const size_t eol = st.contents.find('\n');
-  const std::string first = st.contents.substr(0, eol == std::string::npos ? st.contents.size() : eol + 1);
-  if (first != header && first + "\n" != header)
-    throw UsageError(fmt::format("--resume: '{}' does not have the CSV header of schema v{} "
-                                 "(write to a new --out, or move the file away)", path, kCsvSchemaVersion));
-
-  const std::vector<std::vector<std::string>> records = parse_records(st.contents, path);
+  const std::vector<std::vector<std::string>> records =
+      upgrade_older_header(parse_records(st.contents, path), path, st.contents);
   const size_t width = csv_columns().size();
   const size_t version_col = column_index("schema_version"), seed_col = column_index("seed"),
                status_col = column_index("status");

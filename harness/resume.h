@@ -1,7 +1,8 @@
 // --resume: continue an interrupted or partial run. The rows of the existing --out CSV are kept,
 // the cases they already hold are not run again, and the rest are appended to the same file.
 // A case is identified by (variant, dtype, B, T, H, HV, K, V, chunk, gate, delta, h0, gate_dist,
-// beta_dist, distributions, scale, seed), each formatted exactly as in the CSV.
+// beta_dist, distributions, scale, seed), each formatted exactly as in the CSV. A CSV of this
+// schema version written before a column was added is continued too (its rows widened).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -19,7 +20,7 @@ struct ResumeState {
 // Reads inv.out_path (a missing or empty file: nothing to resume). Without --seed, the seed of
 // the CSV replaces the invocation's fresh one so the remaining cases see the same inputs. Then
 // removes from inv.cases those already present. Throws UsageError, naming the file, when the
-// header is not this schema's, a row is malformed, or the CSV holds several seeds and no --seed
+// header is neither this schema's nor an earlier one of its version, a row is malformed, or the CSV holds several seeds and no --seed
 // was given.
 ResumeState apply_resume(Invocation& inv);
 

@@ -534,6 +534,59 @@ TEST_CASE("the binary: an interrupted run, resumed, holds every case exactly onc
   for (const auto& row : csv.rows) CHECK(row.size() == csv.header.size());
 }
 
+TEST_CASE("the binary: --resume continues a CSV written before a column was added", "[cli][binary][resume]") {
+  // The schema adds columns within a version (reports/SCHEMA.md): a file of the same version
+  // without the newer ones is continued, its rows widened with empty cells, the header rewritten.
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("older.csv");
+  const std::string base =
+      "verify --suite '" + empty.path + "' --variants cpu_recurrent --K 8 --V 8 --seed 5 --no-progress --out '" + out + "' ";
+  REQUIRE(testutil::run_gdnbench(base + "--T 3").exit_code == 0);
+  const Csv first = read_csv(out);
+  REQUIRE(first.rows.size() == 1);
+  // The same file as an older binary wrote it: without ref_heads.
+  const size_t dropped = size_t(std::find(first.header.begin(), first.header.end(), "ref_heads") - first.header.begin());
+  REQUIRE(dropped < first.header.size());
+  std::string older;
+  for (const auto* record : {&first.header, &first.rows[0]}) {
+    for (size_t i = 0, n = 0; i < record->size(); ++i)
+      if (i != dropped) older += (n++ ? "," : "") + csv_escape((*record)[i]);
+    older += "\n";
+  }
+  testutil::write_text(out, older);
+
+  const testutil::ProcessResult r = testutil::run_gdnbench(base + "--T 3,17 --resume");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  CHECK(r.exit_code == 0);
+  const Csv csv = read_csv(out);
+  CHECK(csv.header == first.header);
+  REQUIRE(csv.rows.size() == 2);
+  for (const auto& row : csv.rows) CHECK(row.size() == csv.header.size());
+  CHECK(csv.cell(0, "T") == "3");
+  CHECK(csv.cell(0, "ref_heads").empty());  // not recorded by the older file: not applicable
+  CHECK(csv.cell(0, "o_rel_l2") == first.cell(0, "o_rel_l2"));
+  CHECK(csv.cell(1, "T") == "17");
+  CHECK_FALSE(csv.cell(1, "ref_heads").empty());
+
+  SECTION("a header with a column this schema does not know is still refused") {
+    testutil::write_text(out, "schema_version,no_such_column\n1,x\n");
+    const testutil::ProcessResult w = testutil::run_gdnbench(base + "--T 3 --resume");
+    CHECK(w.exit_code == 2);
+    CHECK(w.err.find(out) != std::string::npos);
+  }
+  SECTION("so is an older header without a column resume matches on") {
+    std::string no_seed;
+    const size_t seed_col = size_t(std::find(first.header.begin(), first.header.end(), "seed") - first.header.begin());
+    for (size_t i = 0, n = 0; i < first.header.size(); ++i)
+      if (i != seed_col) no_seed += (n++ ? "," : "") + first.header[i];
+    testutil::write_text(out, no_seed + "\n");
+    const testutil::ProcessResult w = testutil::run_gdnbench(base + "--T 3 --resume");
+    CHECK(w.exit_code == 2);
+    CHECK(w.err.find(out) != std::string::npos);
+  }
+}
+
 TEST_CASE("the binary: --resume on a CSV with another header is a usage error naming it", "[cli][binary][resume]") {
   testutil::TempDir dir;
   const SuiteFile empty("");
