@@ -148,22 +148,15 @@ std::vector<std::string> csv_columns() {
   return names;
 }
 
-std::string csv_header_line() {
+std::string csv_header_line() { return csv_line(csv_columns()); }
+
+std::string csv_line(const std::vector<std::string>& fields) {
   std::string line;
-  for (const Column& c : columns()) line += (line.empty() ? "" : ",") + std::string(c.name);
+  for (size_t i = 0; i < fields.size(); ++i) line += (i ? "," : "") + csv_escape(fields[i]);
   return line + "\n";
 }
 
-std::string csv_row_line(const RunMeta& meta, const ResultRow& row) {
-  std::string line;
-  bool first = true;
-  for (const Column& c : columns()) {
-    if (!first) line += ',';
-    first = false;
-    line += csv_escape(c.value(meta, row));
-  }
-  return line + "\n";
-}
+std::string csv_row_line(const RunMeta& meta, const ResultRow& row) { return csv_line(csv_row_fields(meta, row)); }
 
 std::vector<std::string> csv_row_fields(const RunMeta& meta, const ResultRow& row) {
   std::vector<std::string> fields;

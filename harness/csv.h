@@ -13,6 +13,7 @@ std::string csv_header_line();
 std::string csv_row_line(const RunMeta& meta, const ResultRow& row);
 std::vector<std::string> csv_row_fields(const RunMeta& meta, const ResultRow& row);  // unescaped
 std::string csv_escape(const std::string& field);
+std::string csv_line(const std::vector<std::string>& fields);  // escaped, comma separated, \n-terminated
 
 class CsvWriter {
  public:

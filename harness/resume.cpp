@@ -55,14 +55,14 @@ std::vector<std::vector<std::string>> parse_records(const std::string& text, con
 }
 
 
-// The records of a CSV whose header is this schema's or an older one of the same version: the
-// schema adds columns without a new version (reports/SCHEMA.md), so a header that is this one less
-// some columns, in this order, and keeps every column resume reads, is an earlier v1 file. Its
-// records are widened to this header (the new columns empty, "not applicable") and `contents`
-// rewritten to match, so the rows appended next line up with the kept ones. Any other header is a
-// usage error.
-std::vector<std::vector<std::string>> upgrade_older_header(std::vector<std::vector<std::string>> records,
-                                                           const std::string& path, std::string& contents) {
+// The records of a CSV whose header is this schema's or an older one of the same version, every
+// record as wide as this header. The schema adds columns without a new version (reports/SCHEMA.md),
+// so a header that is this one less some columns, in this order, and keeps every column resume
+// reads, is an earlier v1 file: its records are widened (the new columns empty, "not applicable")
+// and `contents` rewritten to match, so the rows appended next line up with the kept ones. Any
+// other header, or a record of another width than its header, is a usage error.
+std::vector<std::vector<std::string>> records_at_this_header(std::vector<std::vector<std::string>> records,
+                                                             const std::string& path, std::string& contents) {
   const std::vector<std::string> cols = csv_columns();
   const auto refuse = [&] {
     return UsageError(fmt::format("--resume: '{}' does not have the CSV header of schema v{} "
@@ -70,6 +70,10 @@ std::vector<std::vector<std::string>> upgrade_older_header(std::vector<std::vect
   };
   if (records.empty()) throw refuse();
   const std::vector<std::string> header = records[0];  // a copy: records[0] is replaced below
+  for (size_t r = 1; r < records.size(); ++r)
+    if (records[r].size() != header.size())
+      throw UsageError(fmt::format("--resume: '{}' record {} has {} fields, the header {}", path, r,
+                                   records[r].size(), header.size()));
   if (header == cols) return records;
   // Where each of the file's columns stands in this schema's order: strictly increasing, or refused.
   std::vector<size_t> at;
@@ -83,16 +87,12 @@ std::vector<std::vector<std::string>> upgrade_older_header(std::vector<std::vect
     if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
   for (const char* needed : {"schema_version", "status"})
     if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
-  std::string text = csv_header_line();
   records[0] = cols;
+  std::string text = csv_line(cols);
   for (size_t r = 1; r < records.size(); ++r) {
-    if (records[r].size() != header.size())
-      throw UsageError(fmt::format("--resume: '{}' record {} has {} fields, the header {}", path, r,
-                                   records[r].size(), header.size()));
     std::vector<std::string> wide(cols.size());
     for (size_t i = 0; i < at.size(); ++i) wide[at[i]] = std::move(records[r][i]);
-    for (size_t i = 0; i < wide.size(); ++i) text += (i ? "," : "") + csv_escape(wide[i]);
-    text += '\n';
+    text += csv_line(wide);
     records[r] = std::move(wide);
   }
   contents = std::move(text);
@@ -121,16 +121,12 @@ ResumeState apply_resume(Invocation& inv) {
   if (st.contents.empty()) return st;
 
   const std::vector<std::vector<std::string>> records =
-      upgrade_older_header(parse_records(st.contents, path), path, st.contents);
-  const size_t width = csv_columns().size();
+      records_at_this_header(parse_records(st.contents, path), path, st.contents);
   const size_t version_col = column_index("schema_version"), seed_col = column_index("seed"),
                status_col = column_index("status");
   std::set<std::string> done, seeds;
   for (size_t r = 1; r < records.size(); ++r) {
     const std::vector<std::string>& rec = records[r];
-    if (rec.size() != width)
-      throw UsageError(fmt::format("--resume: '{}' record {} has {} fields, the header {}", path, r,
-                                   rec.size(), width));
     if (rec[version_col] != std::to_string(kCsvSchemaVersion))
       throw UsageError(fmt::format("--resume: '{}' record {} has schema_version '{}', not {}", path,
                                    r, rec[version_col], kCsvSchemaVersion));
