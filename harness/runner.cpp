@@ -162,6 +162,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
 
     if (is_gdn && c.problem.dtype == DType::f32 && !gdn_ref.o_abs.empty())
       row.tol.o_rel_l2 = fp32_cancellation_bound(row.tol.o_rel_l2, cancellation_kappa(gdn_ref));
+    row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);
 
     std::vector<std::string> problems;
     if (!row.o.finite_ok())

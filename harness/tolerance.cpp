@@ -16,6 +16,11 @@ double fp32_cancellation_bound(double table_bound, double kappa) {
   return by_terms > table_bound ? by_terms : table_bound;  // NaN kappa: the table's bound
 }
 
+double rounding_floor_bound(double table_bound, double floor_rel_l2) {
+  const double by_floor = kRoundingFloorFactor * floor_rel_l2;
+  return by_floor > table_bound ? by_floor : table_bound;  // NaN floor: the table's bound
+}
+
 Tolerance tolerance_for(Precision precision, DType dtype) {
   struct Entry {
     Precision precision;

@@ -32,4 +32,12 @@ Tolerance tolerance_for(Precision precision, DType dtype);
 // unless the outputs cancel by a factor of ~10 beyond that (docs/TOLERANCES.md, calibration).
 constexpr double kFp32CancellationFactor = 8.0;
 double fp32_cancellation_bound(double table_bound, double kappa);
+// No o can be closer to the float64 answer than that answer rounded to the output dtype (the row's
+// o floor_rel_l2). The table's bf16/fp16 bounds sit 1.5-2.3x above the typical floor, but where
+// the outputs are tiny (T = 1 without h0 and q.k near 0) fp16 writes subnormals, whose rounding is
+// relatively coarse, and the floor alone can pass the table (fp16: 9.5e-4 against 5e-4). So every
+// row's o bound is at least kRoundingFloorFactor times its own floor; for float32 outputs
+// (floor ~6e-8) the table's bound always stands.
+constexpr double kRoundingFloorFactor = 1.5;
+double rounding_floor_bound(double table_bound, double floor_rel_l2);
 const char* precision_name(Precision p);

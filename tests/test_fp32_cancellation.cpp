@@ -1,6 +1,7 @@
 // The float32 o bound of GDN rows widens with the cancellation of the outputs' dot products
 // (harness/tolerance.h, fp32_cancellation_bound): the rule, the float64 magnitudes it reads, and
-// end to end on problems whose o nearly cancels (T = 1 without h0: o = scale beta (q.k) v).
+// end to end on problems whose o nearly cancels (T = 1 without h0: o = scale beta (q.k) v); and
+// the bound no row goes under, its own rounding floor (rounding_floor_bound).
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -45,6 +46,33 @@ TEST_CASE("the float32 cancellation bound: the table's bound until the terms can
   CHECK(fp32_cancellation_bound(1e-5, 11.3) == 1e-5);  // random signs at K = 128: ~sqrt(K)
   CHECK(fp32_cancellation_bound(1e-5, 1e4) == Approx(kFp32CancellationFactor * u * 1e4));
   CHECK(fp32_cancellation_bound(1e-5, std::nan("")) == 1e-5);
+}
+
+TEST_CASE("the o bound is at least 1.5 times the row's rounding floor", "[tolerance][floor]") {
+  CHECK(rounding_floor_bound(5e-4, 2.2e-4) == 5e-4);  // fp16's typical floor: the table stands
+  CHECK(rounding_floor_bound(2.5e-3, 1.6e-3) == 2.5e-3);
+  CHECK(rounding_floor_bound(5e-4, 9.45e-4) == Approx(kRoundingFloorFactor * 9.45e-4));
+  CHECK(rounding_floor_bound(1e-5, 6e-8) == 1e-5);
+  CHECK(rounding_floor_bound(5e-4, std::nan("")) == 5e-4);
+}
+
+TEST_CASE("an fp16 row whose tiny outputs round to subnormals is judged against its floor",
+          "[tolerance][floor][runner]") {
+  // T = 1 without h0 and a q.k near 0 in one head: the exact o rounded to fp16 is 9.45e-4 from
+  // the float64 answer, past the table's 5e-4 (this seed, seen in a CI run of the smoke suite).
+  Problem p;
+  p.shape = GdnShape{1, 1, 1, 2, 32, 48};
+  p.dtype = DType::f16;
+  p.chunk = 32;
+  p.seed = 2890731414238122017ull;
+  for (const char* variant : {"cpu_recurrent", "cpu_chunked"}) {
+    const ResultRow row = verify_row(p, variant);
+    INFO(variant << ": o rel_l2 " << row.o.rel_l2 << ", floor " << row.o.floor_rel_l2 << ", bound "
+                 << row.tol.o_rel_l2 << ", " << row.reason);
+    CHECK(row.o.floor_rel_l2 > 5e-4);
+    CHECK(row.tol.o_rel_l2 == Approx(kRoundingFloorFactor * row.o.floor_rel_l2));
+    CHECK(row.status == Status::pass);
+  }
 }
 
 TEST_CASE("cancellation_kappa is ||o_abs|| / ||o||; o_abs of a subset of heads equals the full one's",
