@@ -350,8 +350,10 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::f32, DType::bf16);
   const int64_t T = GENERATE(2, 5, 8);
-  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, 128, 64}, dt, true);
-  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T);
+  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128); 256: the block kernel.
+  const int64_t K = GENERATE(64, 128, 256);
+  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, K, 64}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " K " << K);
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
 
