@@ -302,8 +302,8 @@ gdn_decode_kernel(const GdnFrontEndParams p, const float* fe) {
 // the front end still runs. Sums in the grouping of version 4's step (8 partials of kK / 8 rows,
 // then those in order), its expressions for u, o and the update: the same float32 operations.
 // Resident 4-warp blocks per SM the register cap is set for: 3 at kK = 128 (168 registers: the
-// kK state values, the 24 partial sums of a token and addresses), 4 at kK = 64 (128; 96 spill
-// with a bf16 pool).
+// kK state values, the 24 partial sums of a token and addresses), 4 at kK = 64 (128 registers;
+// a 96-register cap, for 5 blocks, makes the bf16-pool instances spill).
 template <int kK>
 constexpr int kLaneMinBlocks = kK <= 64 ? 4 : 3;
 
