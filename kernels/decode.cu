@@ -9,12 +9,21 @@
 // the state-update blocks: every one of the V/32 column blocks of a (b, h) group convolved and
 // normalised the same q and k channels, on the block's critical path, and the in-place q/k cache
 // update needed a per-(b, h) arrival counter. ncu showed the block time set by that front end.
-// Version 3: two kernels (0.121 ms). Version 4, this one: version 3 with front-end blocks of
+// Version 3: two kernels (0.121 ms). Version 4: version 3 with front-end blocks of
 // round_up(max(K, V), 32) threads instead of 256 (0.114 ms; 23.3 -> 15.7 us for the front end at
 // B = 64). A state kernel that walked several slices per block through two cp.async stages was
 // measured too: 4-5% faster with a float32 pool at B >= 64, 9-21% slower with a bf16 pool, 12%
 // slower at B = 1 (docs/perf-notes.md, fused_decode version 4), so the state kernel stays one
 // slice per block.
+// Version 5, this one (not yet measured): for K <= 128 a new state kernel, "lane owns a column"
+// (kernel 2b below): version 4's state kernel spent its slice time in three block barriers and
+// cross-warp shared-memory sums per token, not in the copy, so 8 warps per 16 KiB slice left DRAM
+// at 55%. Now one warp per slice holds all K rows of its 32 columns, lane j the whole column j in
+// registers, and S^T k, S^T q and the update are lane-local: one barrier per block (publishing
+// q, k, v and the gates), none per token. The state loads (K per lane, each a 128-byte row segment
+// per warp, all in flight before the first use) are issued before griddepcontrol.wait, so with
+// Programmatic Dependent Launch (kDecodePdl) they overlap the front end's last wave. K = 256 keeps
+// version 4's block kernel (256 state registers per lane would not fit).
 //   1 front end, grid (2H + HV, B), one thread per channel: each q, k or v channel is
 //     convolved once per launch (not once per column block), its conv cache rolled in place by
 //     its only reader and writer (no counter), q and k normalised with a block sum of squares per
@@ -23,14 +32,18 @@
 //     L2 for kernel 2.
 //   2 state update: the decode shape of kernels/recurrent.cu, whose per-token step it shares
 //     (kernels/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
-//     holds state rows [w R, w R + R) (W x R = 8 x 8, 8 x 16 or 16 x 16 by K) in registers for the
+//     holds state rows [w R, w R + R) (W x R = 16 x 16; used for K = 256 since version 5) for the
 //     steps. The block's state slice (K x 32 columns) is copied into shared memory with 16-byte
 //     cp.async first, while the q, k, v rows and gates of its (b, h) come from L2; then each
 //     thread moves its R state values into registers.
-// Budget of kernel 2 (K <= 128: R = 16, W = 8, fp32 state): dynamic shared 128 x 32 x 4 B = 16 KiB
-// of state + T x 2 x 128 x 4 B of q/k rows (1 KiB at T = 1, 8 KiB at T = 8); static 4.2 KiB
-// (v rows, gates, step partials: 3 KiB of them). Registers capped at 64 (4 blocks of 8 warps per
-// SM, kDecodeMinBlocks). K = 256 (W = 16): 32 + 16 KiB dynamic at T = 8 plus 7.2 KiB static,
+//   2b state update, K <= 128 (version 5): one warp per (32 value columns, b, hv), blocks of the
+//     min(4, ceil(V / 32)) column groups of one (b, hv), which share its q and k rows.
+// Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
+// kK = 128 (3 blocks of 4 warps per SM, 8 B spilled: the slice offset kept for the stores), 128 at
+// kK = 64 (4 blocks); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at kK = 128) + 4 x 8 x 32
+// x 4 B of v + the gates = 12.1 KiB. Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
+// SM with a float32 pool, 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
+// Budget of kernel 2 (K = 256, W = 16): 32 + 16 KiB dynamic at T = 8 plus 7.2 KiB static,
 // opted in whenever static + dynamic exceed 48 KiB (a float32 state from T = 5 on). Without
 // 16-byte alignment (V not a multiple of 4 for a float32 pool, of 8 for bf16) each thread loads
 // its own state values after the barrier.
@@ -39,6 +52,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/decode_step.cuh"
 #include "kernels/frontend.cuh"
@@ -47,12 +61,33 @@ namespace {
 
 constexpr int64_t kMaxGridY = 65535;
 
+// Programmatic Dependent Launch of the state kernel (version 5): its state loads are issued while
+// the front end still runs. Build with -DGDNBENCH_DECODE_PDL=0 to compare without; the kernels are
+// correct either way (griddepcontrol.wait returns at once in a grid launched without the attribute).
+#ifndef GDNBENCH_DECODE_PDL
+#define GDNBENCH_DECODE_PDL 1
+#endif
+constexpr bool kDecodePdl = GDNBENCH_DECODE_PDL != 0;
+
+constexpr int kLaneMaxWarps = 4;  // version 5: warps (column groups of one head) per block
+
 __device__ __forceinline__ void dec_cp_async_16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void dec_cp_async_wait_all() {
   asm volatile("cp.async.commit_group;\ncp.async.wait_all;\n" ::: "memory");
+}
+
+// Four floats from shared memory (16-byte aligned) by a load the compiler neither merges with an
+// earlier load of the same address nor removes.
+__device__ __forceinline__ float4 dec_lds_volatile_v4(const float* p) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  float4 v;
+  asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(s));
+  return v;
 }
 
 // Resident blocks per SM the register cap is set for: 64 registers, 4 x 8 or 2 x 16 warps (half
@@ -107,6 +142,9 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
   const int64_t channels = tensor == kFeV ? lay.v : lay.qk;
   const bool ok = tid < D;
   const int64_t ch = int64_t(head) * D + tid;
+  // The state kernel may start now (it waits for this grid's completion before reading any row it
+  // writes); its blocks then take the SM slots this grid's last wave leaves free.
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   // Two dependent round trips, slots[b] then the conv cache at that slot; everything else (x,
   // taps, bias, the gate inputs) is requested while the first is in flight. The v blocks' gates
   // are stored first: their loads share the slot's round trip (and keeping them in registers to
@@ -254,6 +292,126 @@ gdn_decode_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
+// Version 5's state update for K <= 128: one warp per slice (b, hv, 32 value columns), lane j
+// owning column j0 + j with all kK rows of it in registers, so S^T k, S^T q and the update are
+// lane-local: no shuffles, no shared-memory sums, no barrier after the one that publishes the
+// front end's rows. A block is the W = min(4, ceil(V / 32)) warps of consecutive column groups
+// of one (b, hv), which share its q and k rows. The state loads come first, one 128-byte row
+// segment per warp instruction and all kK of them in flight before the first use (kK x 128 B =
+// 16 KiB per warp at K = 128); with kDecodePdl they are issued before griddepcontrol.wait, while
+// the front end still runs. Sums in the grouping of version 4's step (8 partials of kK / 8 rows,
+// then those in order), its expressions for u, o and the update: the same float32 operations.
+// Resident 4-warp blocks per SM the register cap is set for: 3 at kK = 128 (168 registers: the
+// kK state values, the 24 partial sums of a token and addresses), 4 at kK = 64 (128 registers;
+// a 96-register cap, for 5 blocks, makes the bf16-pool instances spill).
+template <int kK>
+constexpr int kLaneMinBlocks = kK <= 64 ? 4 : 3;
+
+template <typename T, typename St, int kK, bool kFull>
+__global__ void __launch_bounds__(kLaneMaxWarps * 32, kLaneMinBlocks<kK>)
+gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
+  constexpr int kGroups = 8, kGroupRows = kK / kGroups;
+  __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][kK];
+  __shared__ float v_s[kLaneMaxWarps][kDecodeMaxTokens][32];
+  __shared__ float gates_s[kDecodeMaxTokens][2];  // alpha = exp(g), beta
+
+  const GdnShape s = p.shape;
+  const DecodeFeLayout lay(s);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32;
+  const int K = int(s.K), V = int(s.V), nt = int(s.T);
+  const uint32_t HV = uint32_t(s.HV), H = uint32_t(s.H);
+  const uint32_t head = blockIdx.z * gridDim.y + blockIdx.y;  // b * HV + hv
+  if (head >= uint32_t(s.B) * HV) return;  // the last z row of a grid split over y and z
+  const uint32_t b = head / HV, hv = head - b * HV, h = hv / (HV / H);
+  const int j0 = (int(blockIdx.x) * warps + warp) * 32, j = j0 + lane;
+  const bool col_ok = j < V;
+
+  // The slot does not depend on the front end, nor does the state: both are requested first.
+  // A lane past V reads column V - 1 instead (everything a lane computes stays in that lane, and
+  // it stores nothing), so that with kFull (K = kK) no load waits on a condition. A float32 pool
+  // loads straight into S, a bf16 one the raw bits into the registers of S, widened after the
+  // barrier: widened as they arrived, the first one would stall the warp before the later loads
+  // are issued. Rows past K (not kFull) are zero.
+  using Raw = typename std::conditional<sizeof(St) == 4, float, unsigned short>::type;
+  const int64_t slot = p.slots[b];
+  const int64_t slice = (slot * HV + hv) * int64_t(K) * V + (col_ok ? j : V - 1);
+  const Raw* const src = reinterpret_cast<const Raw*>(static_cast<const St*>(p.state) + slice);
+  float S[kK];
+#pragma unroll
+  for (int i = 0; i < kK; ++i) {
+    if constexpr (sizeof(St) == 4)
+      S[i] = (kFull || i < K) ? src[i * V] : 0.0f;
+    else
+      S[i] = __uint_as_float((kFull || i < K) ? uint32_t(src[i * V]) : 0u);
+  }
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the front end's rows
+
+  const float* row = fe + int64_t(b) * nt * lay.row;
+  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
+    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
+    qk_s[t][tensor][i] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
+  }
+  for (int t = 0; t < nt; ++t) v_s[warp][t][lane] = col_ok ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j] : 0.0f;
+  if (tid < nt) {
+    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+    gates_s[tid][0] = gates[0];
+    gates_s[tid][1] = gates[1];
+  }
+  __syncthreads();  // the only barrier: q, k and the gates are in place
+  if constexpr (sizeof(St) == 2) {
+#pragma unroll
+    for (int i = 0; i < kK; ++i) S[i] = __uint_as_float(__float_as_uint(S[i]) << 16);
+  }
+  if (j0 >= V) return;  // a warp past the last column group (V not a multiple of 32 W)
+
+  T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
+  for (int t = 0; t < nt; ++t) {
+    const float* kr = qk_s[t][kFeK];
+    const float* qr = qk_s[t][kFeQ];
+    float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      float ps = 0.0f, pq = 0.0f, kq = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kGroupRows; ++n) {
+        const int i = g * kGroupRows + n;
+        ps += S[i] * kr[i];
+        pq += S[i] * qr[i];
+        kq += kr[i] * qr[i];
+      }
+      PS += ps;
+      PQ += pq;
+      KQ += kq;
+    }
+    const float alpha = gates_s[t][0];
+    const float vj = v_s[warp][t][lane];
+    const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
+    if (col_ok) o[int64_t(t) * HV * V] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
+    // k is read from shared memory again for the update (volatile loads, which ptxas does not
+    // merge with the ones of the sums): kept from the sums, its kK values would live next to the
+    // kK of S (2 kK registers, spilled at the cap).
+#pragma unroll
+    for (int i = 0; i < kK; i += 4) {
+      const float4 k4 = dec_lds_volatile_v4(kr + i);
+      S[i] = alpha * S[i] + k4.x * u;
+      S[i + 1] = alpha * S[i + 1] + k4.y * u;
+      S[i + 2] = alpha * S[i + 2] + k4.z * u;
+      S[i + 3] = alpha * S[i + 3] + k4.w * u;
+    }
+  }
+  if (!col_ok) return;
+  Raw* const dst = reinterpret_cast<Raw*>(static_cast<St*>(p.state) + slice);
+#pragma unroll
+  for (int i = 0; i < kK; ++i) {
+    if (kFull || i < K) {
+      if constexpr (sizeof(St) == 4)
+        dst[i * V] = S[i];
+      else
+        dst[i * V] = __bfloat16_as_ushort(__float2bfloat16_rn(S[i]));
+    }
+  }
+}
+
 // Static shared memory of a kernel in bytes, or -1 where the query fails.
 template <typename Kernel>
 int64_t decode_static_smem(Kernel kernel) {
@@ -261,6 +419,13 @@ int64_t decode_static_smem(Kernel kernel) {
   if (cudaFuncGetAttributes(&attr, kernel) == cudaSuccess) return int64_t(attr.sharedSizeBytes);
   (void)cudaGetLastError();  // not the launch's error: the launch reports its own
   return -1;
+}
+
+template <typename T>
+cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
+  gdn_decode_frontend_kernel<T><<<fe_grid, decode_fe_threads(p.shape), 0, stream>>>(p, fe);
+  return cudaGetLastError();
 }
 
 template <typename T, typename St, int kRows, int kWarps>
@@ -284,10 +449,38 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, float* fe, const dim
   }
   // The front end rolls the conv caches in place, so it is launched only once the state update
   // can be: an error before this point leaves the pools untouched.
-  const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
-  gdn_decode_frontend_kernel<T><<<fe_grid, decode_fe_threads(p.shape), 0, stream>>>(p, fe);
-  if (const cudaError_t e = cudaGetLastError()) return e;
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   kernel<<<grid, kWarps * 32, smem, stream>>>(p, fe);
+  return cudaGetLastError();
+}
+
+// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel, with the programmatic
+// stream serialisation attribute under kDecodePdl. Should the runtime refuse that launch, the
+// plain one follows: the front end has run, so the state update must too.
+template <typename T, typename St, int kK>
+cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  const int64_t groups = (p.shape.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
+  const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
+  const dim3 grid(unsigned((groups + warps - 1) / warps), unsigned(y), unsigned((heads + y - 1) / y));
+  const dim3 block(unsigned(warps * 32));
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
+  const float* rows = fe;
+  auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true> : gdn_decode_lane_kernel<T, St, kK, false>;
+  if constexpr (kDecodePdl) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelEx(&cfg, kernel, p, rows) == cudaSuccess) return cudaSuccess;
+    (void)cudaGetLastError();
+  }
+  kernel<<<grid, block, 0, stream>>>(p, rows);
   return cudaGetLastError();
 }
 
@@ -295,8 +488,8 @@ template <typename T, typename St>
 cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
   const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
-  if (p.shape.K <= 64) return launch_decode_shape<T, St, 8, 8>(p, fe, grid, stream);
-  if (p.shape.K <= 128) return launch_decode_shape<T, St, 16, 8>(p, fe, grid, stream);
+  if (p.shape.K <= 64) return launch_decode_lane<T, St, 64>(p, fe, stream);
+  if (p.shape.K <= 128) return launch_decode_lane<T, St, 128>(p, fe, stream);
   return launch_decode_shape<T, St, 16, 16>(p, fe, grid, stream);
 }
 

@@ -199,11 +199,13 @@ TEST_CASE("fused_conv's o, hT and conv caches agree with unfused_conv's on the s
 
 TEST_CASE("fused_decode matches the float64 reference on the GPU", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
-  static const int64_t kKV[][2] = {{64, 64}, {100, 72}, {128, 128}, {256, 256}};
+  // K = 32, V = 136: the lane kernel with K < kK = 64, and a second block whose warps 5-7 lie
+  // past V (j0 >= V) next to a partial column group.
+  static const int64_t kKV[][2] = {{64, 64}, {100, 72}, {128, 128}, {256, 256}, {32, 136}};
   const char* variant = GENERATE("fused_decode", "fused_decode_bf16state");
   const DType dt = GENERATE(DType::f32, DType::bf16, DType::f16);
   const int64_t T = GENERATE(1, 2, 5, 8);
-  const int kvi = GENERATE(range(0, 4));
+  const int kvi = GENERATE(range(0, 5));
   const bool h0 = (T + kvi) % 2 == 0 || T == 1;
   const Problem p = frontend_problem(GdnShape{3, T, 2, 4, kKV[kvi][0], kKV[kvi][1]}, dt, h0);
   INFO("seed " << p.seed << " " << variant << " " << dtype_name(dt) << " T " << T << " K " << p.shape.K
@@ -350,8 +352,10 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::f32, DType::bf16);
   const int64_t T = GENERATE(2, 5, 8);
-  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, 128, 64}, dt, true);
-  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T);
+  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128); 256: the block kernel.
+  const int64_t K = GENERATE(64, 128, 256);
+  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, K, 64}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " K " << K);
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
 
