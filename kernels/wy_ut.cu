@@ -4,12 +4,14 @@
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
-// Versions: 1 three kernels, one per stage, loads then compute; 2 (this one) the scan prefetches
+// Versions: 1 three kernels, one per stage, loads then compute; 2 the scan prefetches
 // the next chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo
 // planes; 3 put the output stage inside the scan for K <= 128 (states_output). Measured on the
 // H200, version 3 was slower (T = 16384: 2.26 ms against 1.94; the scan's 128 blocks carried the
 // output's work on their sequential chain) and was removed once fused_conv stopped using it
-// (docs/perf-notes.md keeps its record); every path runs the three kernels of version 2.
+// (docs/perf-notes.md keeps its record); 4 (this one) pipelines the output stage: a block loops
+// over several chunks of one head and copies the next value slices (and the next chunk's q, k)
+// while it computes; prepare and the scan are version 2's, and so is fused_conv's output kernel.
 //   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
 //     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
 //     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
@@ -17,8 +19,12 @@
 //     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
 //     (exp(gamma_last - gamma) .* U) on tensor cores; it saves the entering state and U to the
 //     workspace for stage 3, and hT at the end.
-//   3 output, grid (N, HV, B): P = (Q K^T) .* D .* causal once, then per 32 value columns
-//     o = scale (exp(gamma) .* (Q S0) + P U), S0 and U read back from the workspace.
+//   3 output, grid (G, HV, B), block x taking chunks x, x + G, ... (G from the device's resident
+//     blocks: one wave): P = (Q K^T) .* D .* causal once per chunk, kept split in registers with
+//     Q's fragments, then per slice of kSW value columns o = scale (exp(gamma) .* (Q S0) + P U),
+//     S0 and U streamed from the workspace through a ring of slice buffers (cp.async), the next
+//     chunk's q, k, gamma copied over the current ones once they are in registers. o is bit for
+//     bit version 2's (same products, same order per 16 x 8 tile; a test compares the bytes).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
 // Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
@@ -45,9 +51,14 @@
 //     planes = 158.3 KiB at 256. Registers: state K x 32 / 128 threads (32 floats at K = 128) + U
 //     16 + W S partial sums 32; ptxas (bf16 / fp16): 168 / 168, 162 / 164, 254 / 233 at K = 64,
 //     128, 256.
-//   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
-//     K = 256, 61.25 KiB at 128 (3 blocks per SM). Registers: 8 accumulator tiles while P is
-//     built, 4 afterwards; ptxas: 71.
+//   output (version 4): q, k tiles 2 x 64 x (K+8) x 2 B + gamma 256 B + kStages slice buffers of
+//     (K + 64) x (kSW + 4) x 4 B (S0 and U): K = 64: kSW 32, 2 stages, 18 KiB + 36 KiB = 54.25 KiB
+//     (4 blocks per SM); K = 128: kSW 16, 2 stages, 34.25 KiB + 30 KiB = 64.25 KiB (3 per SM);
+//     K = 256: kSW 8, 3 stages, 66.25 KiB + 45 KiB = 111.25 KiB (2 per SM). Registers: Q's
+//     fragments K/4 + P hi/lo 32 + kSW/2 accumulators; ptxas (bf16 / fp16): 125 / 123, 128 / 128,
+//     168 / 168 at K = 64, 128, 256 (registers allow 4, 4, 3 blocks per SM; shared memory 4, 3, 2).
+//     Version 2's kernel (fused_conv, and the tests' reference): q tile 33 KiB + (k tile | S0
+//     slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at K = 256, 61.25 KiB at 128; ptxas: 71.
 //   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma,
 //   W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
 // fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): the three kernels with the
@@ -460,10 +471,11 @@ __device__ __forceinline__ void causal_qk(float acc[8][4], const T* q_s, const T
     }
 }
 
-// Rows [16 warp, 16 warp + 16) of a 16 x 32 accumulator block times exp(gamma) of each row.
-__device__ __forceinline__ void scale_rows(float acc[4][4], float row_lo, float row_hi) {
+// Rows [16 warp, 16 warp + 16) of a 16 x 8 kNT accumulator block times exp(gamma) of each row.
+template <int kNT>
+__device__ __forceinline__ void scale_rows(float acc[kNT][4], float row_lo, float row_hi) {
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
+  for (int nt = 0; nt < kNT; ++nt) {
     acc[nt][0] *= row_lo;
     acc[nt][1] *= row_lo;
     acc[nt][2] *= row_hi;
@@ -471,17 +483,17 @@ __device__ __forceinline__ void scale_rows(float acc[4][4], float row_lo, float 
   }
 }
 
-// o rows [16 warp, 16 warp + 16) of a chunk (those < L), 32 value columns: scale acc, rounded once
-// to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
-template <typename T>
-__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[4][4], int L) {
+// o rows [16 warp, 16 warp + 16) of a chunk (those < L), 8 kNT value columns: scale acc, rounded
+// once to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
+template <typename T, int kNT>
+__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[kNT][4], int L) {
   const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int i = 16 * warp + g + 8 * hh;
     if (i >= L) continue;
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+    for (int nt = 0; nt < kNT; ++nt)
       *reinterpret_cast<uint32_t*>(o0 + i * ld + 8 * nt + t) =
           Mma<T>::pack(scale * acc[nt][2 * hh], scale * acc[nt][2 * hh + 1]);
   }
@@ -785,7 +797,7 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
         Mma<T>::run(acc[nt], a, bh);
       }
     }
-    scale_rows(acc, decay_lo, decay_hi);
+    scale_rows<4>(acc, decay_lo, decay_hi);
     // + P U: both float32, three products. P is zero past the diagonal block.
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
@@ -801,8 +813,177 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
         Mma<T>::run(acc[nt], ah, bh);
       }
     }
-    store_o<T>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
+    store_o<T, 4>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3, version 4: o for every chunk n = blockIdx.x, blockIdx.x + gridDim.x, ... of one
+// (b, hv), the value columns in slices of kSW. The entering state and U reach shared memory one
+// slice at a time through a ring of kStages slice buffers (cp.async): while slice m is computed,
+// slices m + 1 .. m + kStages - 1 are in flight, across chunk boundaries. The q and k tiles have
+// one buffer: once P is built, each warp holds its rows of Q (exact A fragments) and of P (split
+// A fragments) in registers, so the next chunk's q, k and gamma are copied over them while this
+// chunk's slices run. Same products in the same order as the version 2 kernel above, per 16 x 8
+// tile of o: o is bit for bit the same (the slice width only groups the n-tiles differently).
+template <int kK>
+struct OutputLayout {
+  // Slice width and ring depth: 2 blocks per SM at K = 256, 3 at 128, 4 at 64 (227 KiB per SM
+  // less 1 KiB per block).
+  static constexpr int kSW = kK == 64 ? 32 : (kK == 128 ? 16 : 8);  // value columns per slice
+  static constexpr int kStages = kK == 256 ? 3 : 2;
+  static constexpr int kNT = kSW / 8;    // 16 x 8 tiles of o per warp and slice
+  static constexpr int kLdS = kSW + 4;   // float32 slice rows: the B fragment reads hit 32 banks
+  static constexpr int kLdk = kK + 8;    // 16-bit q, k rows
+  static constexpr int kTile = kC * kLdk * 2;
+  static constexpr int kOffK = kTile, kOffG = 2 * kTile, kOffSlices = kOffG + kC * 4;
+  static constexpr int kS0 = kK * kLdS * 4, kU = kC * kLdS * 4, kSlice = kS0 + kU;
+  static constexpr int kBytes = kOffSlices + kStages * kSlice;
+  static_assert(kSW % 8 == 0 && kSW <= kBV && kBV % kSW == 0, "slices must tile every V that wy_ut takes");
+  static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
+  // The next chunk's q, k ride with the group of slice kStages - 1 of this chunk's first step;
+  // the next chunk's first step waits for its own slice 0, so that group must not be later.
+  static_assert(kStages - 1 <= kBV / kSW, "the q, k copy must land before the next chunk");
+};
+
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  using Lay = OutputLayout<kK>;
+  constexpr int kSW = Lay::kSW, kNT = Lay::kNT, kLdS = Lay::kLdS, kLdk = Lay::kLdk, kStages = Lay::kStages;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* k_s = reinterpret_cast<T*>(smem + Lay::kOffK);
+  float* gamma_s = reinterpret_cast<float*>(smem + Lay::kOffG);
+  auto s0_tile = [&](int buf) { return reinterpret_cast<float*>(smem + Lay::kOffSlices + buf * Lay::kSlice); };
+  auto u_tile = [&](int buf) { return s0_tile(buf) + kK * kLdS; };
+
+  const GdnShape s = p.shape;
+  const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
+  const int slices = int(V / kSW);
+  const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2;
+  auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
+
+  // q and k rows of chunk n (zero-filled past the end, nothing read there) and its gamma.
+  auto issue_qk = [&](int64_t n) {
+    const int L = rows_of(n);
+    const int64_t base = ((b * s.T + n * kC) * s.H + h) * kK;
+    const T* q_src = static_cast<const T*>(p.q) + base;
+    const T* k_src = static_cast<const T*>(p.k) + base;
+    for (int x = tid; x < kC * (kK / 8); x += kThreads) {
+      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
+      const int64_t off = r < L ? int64_t(r) * s.H * kK + c : 0;
+      cp_async16(q_s + r * kLdk + c, q_src + off, r < L);
+      cp_async16(k_s + r * kLdk + c, k_src + off, r < L);
+    }
+    if (tid < kC / 4) cp_async16(gamma_s + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
+  };
+  // Columns [j kSW, (j + 1) kSW) of chunk n's entering state (K rows) and of its U (C rows; the
+  // workspace pads every chunk to 64 rows with zeros) into ring buffer `buf`.
+  auto issue_slice = [&](int64_t n, int j, int buf) {
+    const int64_t chunk = head * N + n, c0 = int64_t(j) * kSW;
+    const float* st = ws.states + chunk * kK * V + c0;
+    const float* ub = ws.U + chunk * kC * V + c0;
+    float* s0 = s0_tile(buf);
+    float* u = u_tile(buf);
+    for (int x = tid; x < (kK + kC) * (kSW / 4); x += kThreads) {
+      const int r = x / (kSW / 4), c = (x % (kSW / 4)) * 4;
+      if (r < kK)
+        cp_async16(s0 + r * kLdS + c, st + int64_t(r) * V + c, true);
+      else
+        cp_async16(u + (r - kK) * kLdS + c, ub + int64_t(r - kK) * V + c, true);
+    }
+  };
+
+  int64_t n = blockIdx.x;
+  if (n >= N) return;
+  // The issue cursor: the next slice (chunk in_n, columns in_j) to copy, slice number `issued`.
+  int64_t in_n = n;
+  int in_j = 0, issued = 0;
+  auto issue_next = [&]() {  // one commit group per call, empty past the block's last slice
+    if (in_n < N) {
+      issue_slice(in_n, in_j, issued % kStages);
+      if (++in_j == slices) {
+        in_j = 0;
+        in_n += stride;
+      }
+    }
+    ++issued;
+    cp_async_commit();
+  };
+
+  issue_qk(n);
+#pragma unroll
+  for (int i = 0; i + 1 < kStages; ++i) issue_next();  // q, k, gamma ride with the first group
+
+  uint32_t qa[kK / 16][4];        // this warp's 16 rows of Q, exact
+  uint32_t ph[4][4], pl[4][4];    // this warp's 16 rows of P, split (hi + lo); column blocks <= warp
+  float decay_lo = 0.0f, decay_hi = 0.0f;
+  int L = 0;
+  for (int m = 0; n < N; n += stride) {
+    for (int j = 0; j < slices; ++j, ++m) {
+      cp_async_wait<kStages - 2>();
+      __syncthreads();  // slice m landed for every thread; slice m - 1's buffer is read
+      if (j == 0) {
+        // P = (Q K^T) .* D .* causal in registers, split once for every slice of the chunk; Q's
+        // A fragments too. Then q, k and gamma are free for the next chunk.
+        L = rows_of(n);
+        {
+          float acc[8][4];
+          causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            if (ks > warp) break;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float* c = acc[2 * ks + (i >> 1)] + 2 * (i & 1);  // the lda_split element order
+              split2<T>(c[0], c[1], ph[ks][i], pl[ks][i]);
+            }
+          }
+        }
+#pragma unroll
+        for (int ks = 0; ks < kK / 16; ++ks) ldsm_a(qa[ks], q_s + 16 * warp * kLdk + 16 * ks, kLdk);
+        decay_lo = expf(gamma_s[16 * warp + g]);
+        decay_hi = expf(gamma_s[16 * warp + g + 8]);
+        __syncthreads();  // every warp holds its fragments
+        if (n + stride < N) issue_qk(n + stride);  // joins the group issue_next commits below
+      }
+      issue_next();  // slice m + kStages - 1 into the buffer slice m - 1 used
+
+      const int buf = m % kStages;
+      const float* S0_s = s0_tile(buf);
+      const float* U_s = u_tile(buf);
+      // Q S0: Q exact, S0 split (two products); then the decay of each row.
+      float acc[kNT][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < kK / 16; ++ks)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          uint32_t bh[2], bl[2];
+          ldb_split<T>(bh, bl, S0_s + 16 * ks * kLdS + 8 * nt, kLdS);
+          Mma<T>::run(acc[nt], qa[ks], bl);
+          Mma<T>::run(acc[nt], qa[ks], bh);
+        }
+      scale_rows<kNT>(acc, decay_lo, decay_hi);
+      // + P U: both float32, three products. P is zero past the diagonal block.
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks > warp) break;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          uint32_t bh[2], bl[2];
+          ldb_split<T>(bh, bl, U_s + 16 * ks * kLdS + 8 * nt, kLdS);
+          Mma<T>::run(acc[nt], pl[ks], bh);
+          Mma<T>::run(acc[nt], ph[ks], bl);
+          Mma<T>::run(acc[nt], ph[ks], bh);
+        }
+      }
+      store_o<T, kNT>(static_cast<T*>(p.o) + ((b * s.T + n * kC) * s.HV + hv) * V + int64_t(j) * kSW, s.HV * V,
+                      p.scale, acc, L);
+    }
+  }
+  cp_async_wait<0>();  // nothing left in flight at exit (the groups past the last slice are empty)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -850,14 +1031,51 @@ cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
   return cudaErrorInvalidValue;
 }
 
+// Version 2's output kernel, one block per chunk: fused_conv's (with the front end) and the
+// bit-identity reference of the tests (without).
 template <typename T, bool kFe = false>
-cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                            const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+cudaError_t output_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                               const GdnFrontEndParams& fe = GdnFrontEndParams()) {
   const int bytes = output_smem_bytes(int(p.shape.K));
   if (const cudaError_t e = allow_smem(gdn_wy_ut_output_kernel<T, kFe>, bytes)) return e;
   const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
   gdn_wy_ut_output_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
   return cudaGetLastError();
+}
+
+// Version 4: blocks_per_head blocks per (b, hv), each looping over its chunks; 0 picks one wave
+// of the device's resident blocks (gdn_wy_ut_output_blocks_per_head).
+template <typename T, int kK>
+cudaError_t output_v4_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
+  const auto kernel = gdn_wy_ut_output_v4_kernel<T, kK>;
+  const int bytes = OutputLayout<kK>::kBytes;
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  const int64_t heads = p.shape.B * p.shape.HV;
+  int64_t per_head = blocks_per_head;
+  if (per_head <= 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    if (const cudaError_t e = cudaGetDevice(&device)) return e;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes))
+      return e;
+    per_head = gdn_wy_ut_output_blocks_per_head(ws.num_chunks, heads, int64_t(sms) * per_sm);
+  }
+  if (per_head > ws.num_chunks) per_head = ws.num_chunks;
+  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
+  switch (p.shape.K) {
+    case 64: return output_v4_for_k<T, 64>(p, ws, stream, blocks_per_head);
+    case 128: return output_v4_for_k<T, 128>(p, ws, stream, blocks_per_head);
+    case 256: return output_v4_for_k<T, 256>(p, ws, stream, blocks_per_head);
+  }
+  return cudaErrorInvalidValue;
 }
 
 // fused_conv: prepare with the front end (k, v, g, beta; the normalised k into p.k), the plain
@@ -868,7 +1086,7 @@ cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
   T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
   if (const cudaError_t e = prepare_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
   if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
-  return output_for_type<T, true>(p, ws, stream, fe);
+  return output_v2_for_type<T, true>(p, ws, stream, fe);
 }
 
 bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
@@ -941,10 +1159,24 @@ int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
                                     : states_for_type<__half>(p, ws, stream));
 }
 
-int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks) {
+  if (num_chunks < 1) return 1;
+  const int64_t most = heads < resident_blocks ? resident_blocks / heads : 1;  // one wave, or one per head
+  const int64_t chunks_per_block = (num_chunks + most - 1) / most;
+  return (num_chunks + chunks_per_block - 1) / chunks_per_block;  // the fewest blocks for that many
+}
+
+int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
   if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : output_for_type<__half>(p, ws, stream));
+  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream, blocks_per_head)
+                                    : output_for_type<__half>(p, ws, stream, blocks_per_head));
+}
+
+int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? output_v2_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : output_v2_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
