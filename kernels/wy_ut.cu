@@ -80,8 +80,8 @@
 // K = V = 128 either way, 4 at 64), output 120 / 119 (71 without; 3 blocks per SM at K = 128
 // either way, 4 instead of 5 at 64); no spills, no stack frame.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
-// float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
-// column g) hit 32 distinct banks.
+// float32 slices have rows of 36 floats (version 4's output: kSW + 4 = 36, 20, 12 at K = 64, 128,
+// 256), so the column-pair reads of a B fragment (rows 2t, 2t+1, column g) hit 32 distinct banks.
 #include <cuda_runtime.h>
 
 #include <cstdint>
