@@ -316,7 +316,7 @@ TEST_CASE("wy_ut's pipelined prepare kernel writes version 2's gamma, W and U0 b
   const int64_t T = GENERATE(1, 65, 200, 1000);  // 1 to 16 chunks, tails of 1, 1, 8 and 40 rows
   const int terms = GENERATE(0, 1, 2);           // 0: GDN; 1: no gate (DeltaNet); 2: no delta term
   Problem pr;
-  pr.shape = GdnShape{1, T, 2, 4, K, V};  // q/k head h serves value heads 2h, 2h + 1
+  pr.shape = GdnShape{2, T, 2, 4, K, V};  // q/k head h serves value heads 2h, 2h + 1; b = 1: batch offsets
   pr.dtype = dt;
   pr.use_gate = terms != 1;
   pr.use_delta = terms != 2;
