@@ -4,21 +4,34 @@
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
-// Versions: 1 three kernels, one per stage, loads then compute; 2 (this one) the scan prefetches
+// Versions: 1 three kernels, one per stage, loads then compute; 2 the scan prefetches
 // the next chunk (cp.async double buffer) and splits S and U once per step into shared hi/lo
 // planes; 3 put the output stage inside the scan for K <= 128 (states_output). Measured on the
 // H200, version 3 was slower (T = 16384: 2.26 ms against 1.94; the scan's 128 blocks carried the
 // output's work on their sequential chain) and was removed once fused_conv stopped using it
-// (docs/perf-notes.md keeps its record); every path runs the three kernels of version 2.
-//   1 prepare, grid (N, HV, B): K K^T on tensor cores, A in float32; Tm from the inverses of the
-//     four 16x16 diagonal blocks of I + A (forward substitution, one column per lane) merged block
-//     by block, X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); W and U0 on tensor cores.
+// (docs/perf-notes.md keeps its record); 4 (this one) pipelines the output stage and prepare: a
+// block loops over several chunks of one head and copies the next chunk's tiles (output: the next
+// value slices, q and k) while it computes; the scan is version 2's, and so are fused_conv's
+// prepare and output kernels (their front-end prologues build the tiles).
+//   1 prepare, grid (G, HV, B), block x taking chunks x, x + G, ... (G as for output, below): K K^T
+//     on tensor cores, A in float32; Tm from the inverses of the four 16x16 diagonal blocks of
+//     I + A (forward substitution, one column per lane) merged block by block,
+//     X_ij = -X_ii sum_{j<=m<i} A_im X_mj (float32 SIMT); U0 then W on tensor cores. The next
+//     chunk's tiles are copied (cp.async) into space this chunk is done with: its k over A once Tm
+//     is built (K = 128, where the two tiles are the same 17 KiB; the regions then swap roles),
+//     its v over this v once U0 is stored (overlapping W), g and beta in registers; at K = 64 and
+//     256 its k only after W. The arithmetic is one function (prepare_chunk) for versions 2 and 4:
+//     gamma, W and U0 are bit for bit version 2's (a test compares the bytes).
 //   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
 //     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
 //     (exp(gamma_last - gamma) .* U) on tensor cores; it saves the entering state and U to the
 //     workspace for stage 3, and hT at the end.
-//   3 output, grid (N, HV, B): P = (Q K^T) .* D .* causal once, then per 32 value columns
-//     o = scale (exp(gamma) .* (Q S0) + P U), S0 and U read back from the workspace.
+//   3 output, grid (G, HV, B), block x taking chunks x, x + G, ... (G from the device's resident
+//     blocks: one wave): P = (Q K^T) .* D .* causal once per chunk, kept split in registers with
+//     Q's fragments, then per slice of kSW value columns o = scale (exp(gamma) .* (Q S0) + P U),
+//     S0 and U streamed from the workspace through a ring of slice buffers (cp.async), the next
+//     chunk's q, k, gamma copied over the current ones once they are in registers. o is bit for
+//     bit version 2's (same products, same order per 16 x 8 tile; a test compares the bytes).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
 // Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
@@ -37,21 +50,28 @@
 // the scan's grid is V/32 x HV x B blocks, one per SM, so its registers cost no occupancy):
 //   prepare: k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) + A, Tm
 //     64 x 68 x 4 B = 17 KiB each + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
-//     = 104 KiB at K = V = 256, 72 KiB at 128 (3 blocks per SM). Registers: 8 accumulator tiles
-//     (32) + split Tm fragments (32); ptxas: 80.
+//     = 104 KiB at K = V = 256, 72 KiB at 128 (3 blocks per SM), 56 KiB at 64 (4); version 4 the
+//     same bytes in another order (k, A, v, Tm, scratch). Registers: 8 accumulator tiles (32) +
+//     split Tm fragments (32); ptxas: 80 (version 2), 123 / 123 bf16 / fp16 (version 4: the chunk
+//     loop, the copy addresses, next g and beta; 4 blocks per SM, so shared memory still decides).
 //   states, one stage: k 64 x (K+8) x 2 B (17 KiB at 128) + W 64 x (K+8) x 4 B (34 KiB) + U0
 //     64 x 36 x 4 B (9 KiB) + gamma 256 B; planes (K+64) x 40 x 2 B x 2 for S0 and
 //     exp(gL - gamma) .* U (30 KiB at 128). 2 stages + planes = 150.5 KiB at K = 128, 1 stage +
 //     planes = 158.3 KiB at 256. Registers: state K x 32 / 128 threads (32 floats at K = 128) + U
 //     16 + W S partial sums 32; ptxas (bf16 / fp16): 168 / 168, 162 / 164, 254 / 233 at K = 64,
 //     128, 256.
-//   output: q tile 33 KiB + (k tile | S0 slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at
-//     K = 256, 61.25 KiB at 128 (3 blocks per SM). Registers: 8 accumulator tiles while P is
-//     built, 4 afterwards; ptxas: 71.
+//   output (version 4): q, k tiles 2 x 64 x (K+8) x 2 B + gamma 256 B + kStages slice buffers of
+//     (K + 64) x (kSW + 4) x 4 B (S0 and U): K = 64: kSW 32, 2 stages, 18 KiB + 36 KiB = 54.25 KiB
+//     (4 blocks per SM); K = 128: kSW 16, 2 stages, 34.25 KiB + 30 KiB = 64.25 KiB (3 per SM);
+//     K = 256: kSW 8, 3 stages, 66.25 KiB + 45 KiB = 111.25 KiB (2 per SM). Registers: Q's
+//     fragments K/4 + P hi/lo 32 + kSW/2 accumulators; ptxas (bf16 / fp16): 125 / 123, 128 / 128,
+//     168 / 168 at K = 64, 128, 256 (registers allow 4, 4, 3 blocks per SM; shared memory 4, 3, 2).
+//     Version 2's kernel (fused_conv, and the tests' reference): q tile 33 KiB + (k tile | S0
+//     slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at K = 256, 61.25 KiB at 128; ptxas: 71.
 //   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma,
 //   W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
-// fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): the three kernels with the
-// front end (kernels/frontend.cuh) in the prologues of prepare and output, the scan unchanged.
+// fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): version 2's prepare and output
+// kernels with the front end (kernels/frontend.cuh) in their prologues, the scan unchanged.
 // prepare builds its k tile (conv, SiLU, L2 norm) and v tile (conv, SiLU) from the raw rows of
 // tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) and g, beta from a, b; one value head of
 // each q/k head group (the one that writes the final q/k conv caches) also writes the k tile to
@@ -65,12 +85,12 @@
 // before, conv and SiLU in registers, the per-row sum of squares by shuffles over the lanes of
 // the row, 16-byte stores to the tile; so q, k, v are the front-end kernel's bits and o, hT equal
 // unfused_conv's bit for bit. Shared memory: as without the front end (the raw rows and taps stay
-// in registers). ptxas (bf16 / fp16): prepare 127 / 128 (80 without; 3 blocks per SM at
+// in registers). ptxas (bf16 / fp16): prepare 128 / 124 (80 without; 3 blocks per SM at
 // K = V = 128 either way, 4 at 64), output 120 / 119 (71 without; 3 blocks per SM at K = 128
 // either way, 4 instead of 5 at 64); no spills, no stack frame.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
-// float32 slices have rows of 36 floats, so the column-pair reads of a B fragment (rows 2t, 2t+1,
-// column g) hit 32 distinct banks.
+// float32 slices have rows of 36 floats (version 4's output: kSW + 4 = 36, 20, 12 at K = 64, 128,
+// 256), so the column-pair reads of a B fragment (rows 2t, 2t+1, column g) hit 32 distinct banks.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -264,68 +284,42 @@ __host__ __device__ constexpr int output_smem_bytes(int K) {
 
 // ---------------------------------------------------------------------------------------------
 // Stage 1: gamma, A, Tm, W, U0 for one (b, hv, chunk). Warp w owns rows [16w, 16w + 16).
-// kFe (fused_conv): k, v, g and beta come from the raw projections in `fe` instead of p.k, p.v,
-// p.g, p.beta; the normalised k tile also goes to k_out ([B, T, H, K], for the scan and output),
-// written by one value head of each q/k head group; the blocks of the last chunk write the final
-// conv caches.
-template <typename T, bool kFe>
-__global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe, T* k_out) {
-  extern __shared__ __align__(16) unsigned char smem[];
-  const GdnShape s = p.shape;
-  const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
-  T* k_s = reinterpret_cast<T*>(smem);
-  T* v_s = k_s + kC * ldk;
-  float* A_s = reinterpret_cast<float*>(v_s + kC * ldv);
-  float* X_s = A_s + kC * kLdCC;  // Tm
-  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
-  float* gamma_s = Y_s + 3 * 256;
-  float* beta_s = gamma_s + kC;
-  float* cw_s = beta_s + kC;  // beta exp(gamma): column factors of W
-  float* cu_s = cw_s + kC;    // beta: column factors of U0
 
-  const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
-  const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
-  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+// The shared-memory tiles of stage 1 (both kernels; the version 4 kernel swaps k_s and A_s from one
+// chunk to the next at K = 128).
+template <typename T>
+struct PrepareTiles {
+  T* k_s;          // C x (K + 8): k rows, zero past the end
+  T* v_s;          // C x (V + 8): v rows, zero past the end
+  float* A_s;      // C x kLdCC
+  float* X_s;      // C x kLdCC: Tm
+  float* Y_s;      // raw g in [0, C) on entry, then the merge scratch (3 x 256)
+  float* gamma_s;  // C
+  float* beta_s;   // C: beta on entry (0 past the end, 1 without the delta term)
+  float* cw_s;     // C: beta exp(gamma), the column factors of W
+  float* cu_s;     // C: beta, the column factors of U0
+};
+
+// Stage 1's arithmetic for one chunk, the same in both prepare kernels (so their outputs are the
+// same bits): from the tiles (visible to every thread) to gamma, A, Tm and the workspace's W and U0.
+// after_tm(): every thread, once A is dead (Tm built, the test hooks written); after_u0(): every
+// thread, after U0's products (its caller must sync before it overwrites the v tile).
+template <typename T, typename AfterTm, typename AfterU0>
+__device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtWorkspace& ws,
+                                              const PrepareTiles<T>& tl, int64_t chunk, int L, AfterTm after_tm,
+                                              AfterU0 after_u0) {
+  const int K = int(p.shape.K), V = int(p.shape.V), ldk = K + 8, ldv = V + 8;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
+  const T* k_s = tl.k_s;
+  const T* v_s = tl.v_s;
+  float* A_s = tl.A_s;
+  float* X_s = tl.X_s;
+  float* Y_s = tl.Y_s;
+  float* gamma_s = tl.gamma_s;
+  const float* beta_s = tl.beta_s;
+  float* cw_s = tl.cw_s;
+  float* cu_s = tl.cu_s;
 
-  if constexpr (kFe) {
-    // k (conv, SiLU, L2 norm) and v (conv, SiLU) tiles from the raw rows; g and beta per row.
-    const T* const* x = reinterpret_cast<const T* const*>(fe.x);
-    const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
-    const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
-    const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
-    // One writer per q/k head: the rule of the final q/k conv caches below.
-    const bool group_writer = hv % (s.HV / s.H) == 0;
-    fe_build_tile(k_s, ldk, x[kFeK], cin[kFeK], cw[kFeK], cb[kFeK], b, t0, s.T, s.H * K, h * K, K, L, true,
-                  fe.l2_eps, group_writer ? k_out : nullptr, s.H * K);
-    fe_build_tile(v_s, ldv, x[kFeV], cin[kFeV], cw[kFeV], cb[kFeV], b, t0, s.T, s.HV * V, hv * V, V, L, false,
-                  fe.l2_eps, static_cast<T*>(nullptr), 0);
-    if (tid < kC) {
-      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
-      Y_s[tid] = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
-      beta_s[tid] = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
-    }
-    // Final conv caches, each channel by one block: v by every (last chunk, hv); q and k, which
-    // HV / H value heads share, by the first value head of the group only.
-    if (n == N - 1) {
-      T* const* cout = reinterpret_cast<T* const*>(fe.cache_out);
-      if (cout[kFeV]) store_final_cache(cout[kFeV], x[kFeV], cin[kFeV], b, s.T, s.HV * V, hv * V, V);
-      if (group_writer)
-#pragma unroll
-        for (int tsr = kFeQ; tsr <= kFeK; ++tsr)
-          if (cout[tsr]) store_final_cache(cout[tsr], x[tsr], cin[tsr], b, s.T, s.H * K, h * K, K);
-    }
-  } else {
-    load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
-    load_rows(v_s, ldv, static_cast<const T*>(p.v) + ((b * s.T + t0) * s.HV + hv) * V, s.HV * V, V, L);
-    if (tid < kC) {
-      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
-      Y_s[tid] = (tid < L && p.g) ? p.g[gi] : 0.0f;
-      beta_s[tid] = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
-    }
-  }
-  __syncthreads();
   if (tid < kC) {
     float acc = 0.0f;  // sequential, in the order of the reference; rows past the end stay 0
     for (int j = 0; j <= tid; ++j) acc += Y_s[j];
@@ -399,11 +393,13 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
       if (ws.A) ws.A[chunk * kC * kC + e] = A_s[i * kLdCC + j];
       if (ws.Tm) ws.Tm[chunk * kC * kC + e] = i < L ? X_s[i * kLdCC + j] : 0.0f;
     }
+    __syncthreads();  // the hooks' reads of A are done
   }
+  after_tm();
 
-  // W = (Tm diag(cw)) K and U0 = (Tm diag(cu)) V: Tm split (hi + lo), K and V exact. Row block w
-  // of Tm is zero past column block w.
-  for (int which = p.use_delta ? 0 : 1; which < 2; ++which) {
+  // U0 = (Tm diag(cu)) V, then W = (Tm diag(cw)) K: Tm split (hi + lo), K and V exact. Row block w
+  // of Tm is zero past column block w. U0 first, so the v tile is free before W runs.
+  for (int which = 1; which >= (p.use_delta ? 0 : 1); --which) {
     const float* cs = which == 0 ? cw_s : cu_s;
     const T* src = which == 0 ? k_s : v_s;
     const int ld = which == 0 ? ldk : ldv, cols = which == 0 ? K : V;
@@ -431,6 +427,172 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
         *reinterpret_cast<float2*>(dst + int64_t(r) * cols + c) = make_float2(acc[j][0], acc[j][1]);
         *reinterpret_cast<float2*>(dst + int64_t(r + 8) * cols + c) = make_float2(acc[j][2], acc[j][3]);
       }
+    }
+    if (which == 1) after_u0();
+  }
+}
+
+// Version 2's kernel: one block per chunk, loads then compute. The plain one is the tests'
+// bit-identity reference for version 4; kFe (fused_conv): k, v, g and beta come from the raw
+// projections in `fe` instead of p.k, p.v, p.g, p.beta; the normalised k tile also goes to k_out
+// ([B, T, H, K], for the scan and output), written by one value head of each q/k head group; the
+// blocks of the last chunk write the final conv caches.
+template <typename T, bool kFe>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe, T* k_out) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GdnShape s = p.shape;
+  const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
+  T* k_s = reinterpret_cast<T*>(smem);
+  T* v_s = k_s + kC * ldk;
+  float* A_s = reinterpret_cast<float*>(v_s + kC * ldv);
+  float* X_s = A_s + kC * kLdCC;  // Tm
+  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
+  float* gamma_s = Y_s + 3 * 256;
+  float* beta_s = gamma_s + kC;
+  float* cw_s = beta_s + kC;  // beta exp(gamma): column factors of W
+  float* cu_s = cw_s + kC;    // beta: column factors of U0
+
+  const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
+  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int tid = threadIdx.x;
+
+  if constexpr (kFe) {
+    // k (conv, SiLU, L2 norm) and v (conv, SiLU) tiles from the raw rows; g and beta per row.
+    const T* const* x = reinterpret_cast<const T* const*>(fe.x);
+    const T* const* cw = reinterpret_cast<const T* const*>(fe.conv_w);
+    const T* const* cb = reinterpret_cast<const T* const*>(fe.conv_bias);
+    const T* const* cin = reinterpret_cast<const T* const*>(fe.cache_in);
+    // One writer per q/k head: the rule of the final q/k conv caches below.
+    const bool group_writer = hv % (s.HV / s.H) == 0;
+    fe_build_tile(k_s, ldk, x[kFeK], cin[kFeK], cw[kFeK], cb[kFeK], b, t0, s.T, s.H * K, h * K, K, L, true,
+                  fe.l2_eps, group_writer ? k_out : nullptr, s.H * K);
+    fe_build_tile(v_s, ldv, x[kFeV], cin[kFeV], cw[kFeV], cb[kFeV], b, t0, s.T, s.HV * V, hv * V, V, L, false,
+                  fe.l2_eps, static_cast<T*>(nullptr), 0);
+    if (tid < kC) {
+      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
+      Y_s[tid] = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
+      beta_s[tid] = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
+    }
+    // Final conv caches, each channel by one block: v by every (last chunk, hv); q and k, which
+    // HV / H value heads share, by the first value head of the group only.
+    if (n == N - 1) {
+      T* const* cout = reinterpret_cast<T* const*>(fe.cache_out);
+      if (cout[kFeV]) store_final_cache(cout[kFeV], x[kFeV], cin[kFeV], b, s.T, s.HV * V, hv * V, V);
+      if (group_writer)
+#pragma unroll
+        for (int tsr = kFeQ; tsr <= kFeK; ++tsr)
+          if (cout[tsr]) store_final_cache(cout[tsr], x[tsr], cin[tsr], b, s.T, s.H * K, h * K, K);
+    }
+  } else {
+    load_rows(k_s, ldk, static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * K, s.H * K, K, L);
+    load_rows(v_s, ldv, static_cast<const T*>(p.v) + ((b * s.T + t0) * s.HV + hv) * V, s.HV * V, V, L);
+    if (tid < kC) {
+      const int64_t gi = (b * s.T + t0 + tid) * s.HV + hv;
+      Y_s[tid] = (tid < L && p.g) ? p.g[gi] : 0.0f;
+      beta_s[tid] = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+    }
+  }
+  __syncthreads();
+  prepare_chunk<T>(p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, chunk, L,
+                   [] {}, [] {});
+}
+
+// Version 4: every chunk n = blockIdx.x, blockIdx.x + gridDim.x, ... of one (b, hv), the next
+// chunk's tiles copied (cp.async) into the space this chunk has done with, while it computes. The
+// layout is version 2's bytes (so as many blocks per SM): region 0 (a k tile), region 1 (an A
+// tile), v, Tm, scratch. g and beta of the next chunk wait in registers (threads < C). Per chunk:
+//   wait, g and beta to shared memory, barrier, gamma, A, Tm;
+//   K = 128, where a k tile and A are both 17 KiB: the next k into A's region (A is dead), and
+//     the two regions swap roles (the next A goes where this k is, dead after W);
+//   U0, barrier, the next v into the v tile (overlaps W); W;
+//   K = 64, 256: barrier, the next k into the k tile (nothing left to overlap it: the k tile is
+//     smaller than A at 64, larger at 256, and a separate buffer would cost a block per SM).
+// The arithmetic is prepare_chunk's, as in version 2: gamma, W and U0 are its bits.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const GdnShape s = p.shape;
+  const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
+  static_assert(tile16_bytes(kC, 128) == kC * kLdCC * 4, "the k tile and A swap at K = 128");
+  const bool swap = K == 128;
+  unsigned char* region0 = smem;
+  unsigned char* region1 = smem + tile16_bytes(kC, K);
+  T* v_s = reinterpret_cast<T*>(region1 + kC * kLdCC * 4);
+  float* X_s = reinterpret_cast<float*>(v_s + kC * ldv);  // Tm
+  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
+  float* gamma_s = Y_s + 3 * 256;
+  float* beta_s = gamma_s + kC;
+  float* cw_s = beta_s + kC;
+  float* cu_s = cw_s + kC;
+
+  const int64_t hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
+  const int tid = threadIdx.x;
+  auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
+
+  // Rows [0, L) of chunk n of a [B, T, heads, cols] tensor into shared rows of ld elements; rows
+  // [L, C) zero-filled (nothing read there).
+  auto issue_rows = [&](void* dst, int ld, const void* base, int64_t heads, int64_t head_idx, int cols, int64_t n) {
+    const int L = rows_of(n);
+    const T* src = static_cast<const T*>(base) + ((b * s.T + n * kC) * heads + head_idx) * cols;
+    T* d = static_cast<T*>(dst);
+    const int vecs = cols / 8;
+    for (int x = tid; x < kC * vecs; x += kThreads) {
+      const int r = x / vecs, c = (x % vecs) * 8;
+      cp_async16(d + r * ld + c, r < L ? src + int64_t(r) * heads * cols + c : src, r < L);
+    }
+  };
+  float g_next = 0.0f, beta_next = 0.0f;  // chunk n's g and beta of row tid, as version 2 reads them
+  auto load_gates = [&](int64_t n) {
+    if (tid < kC) {
+      const int L = rows_of(n);
+      const int64_t gi = (b * s.T + n * kC + tid) * s.HV + hv;
+      g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
+      beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+    }
+  };
+
+  int64_t n = blockIdx.x;
+  if (n >= N) return;
+  issue_rows(region0, ldk, p.k, s.H, h, K, n);
+  issue_rows(v_s, ldv, p.v, s.HV, hv, V, n);
+  cp_async_commit();
+  load_gates(n);
+  for (int i = 0; n < N; n += stride, ++i) {
+    const int64_t next = n + stride;
+    const bool has_next = next < N;
+    const bool odd = swap && (i & 1);
+    T* k_s = reinterpret_cast<T*>(odd ? region1 : region0);
+    float* A_s = reinterpret_cast<float*>(odd ? region0 : region1);
+    cp_async_wait<0>();
+    if (tid < kC) {
+      Y_s[tid] = g_next;
+      beta_s[tid] = beta_next;
+    }
+    __syncthreads();  // chunk n's tiles are visible; every read of chunk n - stride's is done
+    if (has_next) load_gates(next);
+    prepare_chunk<T>(
+        p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
+        [&] {
+          if (swap && has_next) {
+            issue_rows(A_s, ldk, p.k, s.H, h, K, next);
+            cp_async_commit();
+          }
+        },
+        [&] {
+          if (has_next) {
+            __syncthreads();  // every warp's U0 products (the v tile's reads) are done
+            issue_rows(v_s, ldv, p.v, s.HV, hv, V, next);
+            cp_async_commit();
+          }
+        });
+    if (!swap && has_next) {
+      __syncthreads();  // every warp's W products (the k tile's reads) are done
+      issue_rows(k_s, ldk, p.k, s.H, h, K, next);
+      cp_async_commit();
     }
   }
 }
@@ -460,10 +622,11 @@ __device__ __forceinline__ void causal_qk(float acc[8][4], const T* q_s, const T
     }
 }
 
-// Rows [16 warp, 16 warp + 16) of a 16 x 32 accumulator block times exp(gamma) of each row.
-__device__ __forceinline__ void scale_rows(float acc[4][4], float row_lo, float row_hi) {
+// Rows [16 warp, 16 warp + 16) of a 16 x 8 kNT accumulator block times exp(gamma) of each row.
+template <int kNT>
+__device__ __forceinline__ void scale_rows(float acc[kNT][4], float row_lo, float row_hi) {
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
+  for (int nt = 0; nt < kNT; ++nt) {
     acc[nt][0] *= row_lo;
     acc[nt][1] *= row_lo;
     acc[nt][2] *= row_hi;
@@ -471,17 +634,17 @@ __device__ __forceinline__ void scale_rows(float acc[4][4], float row_lo, float 
   }
 }
 
-// o rows [16 warp, 16 warp + 16) of a chunk (those < L), 32 value columns: scale acc, rounded once
-// to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
-template <typename T>
-__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[4][4], int L) {
+// o rows [16 warp, 16 warp + 16) of a chunk (those < L), 8 kNT value columns: scale acc, rounded
+// once to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
+template <typename T, int kNT>
+__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[kNT][4], int L) {
   const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int i = 16 * warp + g + 8 * hh;
     if (i >= L) continue;
 #pragma unroll
-    for (int nt = 0; nt < 4; ++nt)
+    for (int nt = 0; nt < kNT; ++nt)
       *reinterpret_cast<uint32_t*>(o0 + i * ld + 8 * nt + t) =
           Mma<T>::pack(scale * acc[nt][2 * hh], scale * acc[nt][2 * hh + 1]);
   }
@@ -785,7 +948,7 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
         Mma<T>::run(acc[nt], a, bh);
       }
     }
-    scale_rows(acc, decay_lo, decay_hi);
+    scale_rows<4>(acc, decay_lo, decay_hi);
     // + P U: both float32, three products. P is zero past the diagonal block.
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks) {
@@ -801,8 +964,177 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
         Mma<T>::run(acc[nt], ah, bh);
       }
     }
-    store_o<T>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
+    store_o<T, 4>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 3, version 4: o for every chunk n = blockIdx.x, blockIdx.x + gridDim.x, ... of one
+// (b, hv), the value columns in slices of kSW. The entering state and U reach shared memory one
+// slice at a time through a ring of kStages slice buffers (cp.async): while slice m is computed,
+// slices m + 1 .. m + kStages - 1 are in flight, across chunk boundaries. The q and k tiles have
+// one buffer: once P is built, each warp holds its rows of Q (exact A fragments) and of P (split
+// A fragments) in registers, so the next chunk's q, k and gamma are copied over them while this
+// chunk's slices run. Same products in the same order as the version 2 kernel above, per 16 x 8
+// tile of o: o is bit for bit the same (the slice width only groups the n-tiles differently).
+template <int kK>
+struct OutputLayout {
+  // Slice width and ring depth: 2 blocks per SM at K = 256, 3 at 128, 4 at 64 (227 KiB per SM
+  // less 1 KiB per block).
+  static constexpr int kSW = kK == 64 ? 32 : (kK == 128 ? 16 : 8);  // value columns per slice
+  static constexpr int kStages = kK == 256 ? 3 : 2;
+  static constexpr int kNT = kSW / 8;    // 16 x 8 tiles of o per warp and slice
+  static constexpr int kLdS = kSW + 4;   // float32 slice rows: the B fragment reads hit 32 banks
+  static constexpr int kLdk = kK + 8;    // 16-bit q, k rows
+  static constexpr int kTile = kC * kLdk * 2;
+  static constexpr int kOffK = kTile, kOffG = 2 * kTile, kOffSlices = kOffG + kC * 4;
+  static constexpr int kS0 = kK * kLdS * 4, kU = kC * kLdS * 4, kSlice = kS0 + kU;
+  static constexpr int kBytes = kOffSlices + kStages * kSlice;
+  static_assert(kSW % 8 == 0 && kSW <= kBV && kBV % kSW == 0, "slices must tile every V that wy_ut takes");
+  static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
+  // The next chunk's q, k ride with the group of slice kStages - 1 of this chunk's first step;
+  // the next chunk's first step waits for its own slice 0, so that group must not be later.
+  static_assert(kStages - 1 <= kBV / kSW, "the q, k copy must land before the next chunk");
+};
+
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  using Lay = OutputLayout<kK>;
+  constexpr int kSW = Lay::kSW, kNT = Lay::kNT, kLdS = Lay::kLdS, kLdk = Lay::kLdk, kStages = Lay::kStages;
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* q_s = reinterpret_cast<T*>(smem);
+  T* k_s = reinterpret_cast<T*>(smem + Lay::kOffK);
+  float* gamma_s = reinterpret_cast<float*>(smem + Lay::kOffG);
+  auto s0_tile = [&](int buf) { return reinterpret_cast<float*>(smem + Lay::kOffSlices + buf * Lay::kSlice); };
+  auto u_tile = [&](int buf) { return s0_tile(buf) + kK * kLdS; };
+
+  const GdnShape s = p.shape;
+  const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
+  const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
+  const int slices = int(V / kSW);
+  const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2;
+  auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
+
+  // q and k rows of chunk n (zero-filled past the end, nothing read there) and its gamma.
+  auto issue_qk = [&](int64_t n) {
+    const int L = rows_of(n);
+    const int64_t base = ((b * s.T + n * kC) * s.H + h) * kK;
+    const T* q_src = static_cast<const T*>(p.q) + base;
+    const T* k_src = static_cast<const T*>(p.k) + base;
+    for (int x = tid; x < kC * (kK / 8); x += kThreads) {
+      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
+      const int64_t off = r < L ? int64_t(r) * s.H * kK + c : 0;
+      cp_async16(q_s + r * kLdk + c, q_src + off, r < L);
+      cp_async16(k_s + r * kLdk + c, k_src + off, r < L);
+    }
+    if (tid < kC / 4) cp_async16(gamma_s + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
+  };
+  // Columns [j kSW, (j + 1) kSW) of chunk n's entering state (K rows) and of its U (C rows; the
+  // workspace pads every chunk to 64 rows with zeros) into ring buffer `buf`.
+  auto issue_slice = [&](int64_t n, int j, int buf) {
+    const int64_t chunk = head * N + n, c0 = int64_t(j) * kSW;
+    const float* st = ws.states + chunk * kK * V + c0;
+    const float* ub = ws.U + chunk * kC * V + c0;
+    float* s0 = s0_tile(buf);
+    float* u = u_tile(buf);
+    for (int x = tid; x < (kK + kC) * (kSW / 4); x += kThreads) {
+      const int r = x / (kSW / 4), c = (x % (kSW / 4)) * 4;
+      if (r < kK)
+        cp_async16(s0 + r * kLdS + c, st + int64_t(r) * V + c, true);
+      else
+        cp_async16(u + (r - kK) * kLdS + c, ub + int64_t(r - kK) * V + c, true);
+    }
+  };
+
+  int64_t n = blockIdx.x;
+  if (n >= N) return;
+  // The issue cursor: the next slice (chunk in_n, columns in_j) to copy, slice number `issued`.
+  int64_t in_n = n;
+  int in_j = 0, issued = 0;
+  auto issue_next = [&]() {  // one commit group per call, empty past the block's last slice
+    if (in_n < N) {
+      issue_slice(in_n, in_j, issued % kStages);
+      if (++in_j == slices) {
+        in_j = 0;
+        in_n += stride;
+      }
+    }
+    ++issued;
+    cp_async_commit();
+  };
+
+  issue_qk(n);
+#pragma unroll
+  for (int i = 0; i + 1 < kStages; ++i) issue_next();  // q, k, gamma ride with the first group
+
+  uint32_t qa[kK / 16][4];        // this warp's 16 rows of Q, exact
+  uint32_t ph[4][4], pl[4][4];    // this warp's 16 rows of P, split (hi + lo); column blocks <= warp
+  float decay_lo = 0.0f, decay_hi = 0.0f;
+  int L = 0;
+  for (int m = 0; n < N; n += stride) {
+    for (int j = 0; j < slices; ++j, ++m) {
+      cp_async_wait<kStages - 2>();
+      __syncthreads();  // slice m landed for every thread; slice m - 1's buffer is read
+      if (j == 0) {
+        // P = (Q K^T) .* D .* causal in registers, split once for every slice of the chunk; Q's
+        // A fragments too. Then q, k and gamma are free for the next chunk.
+        L = rows_of(n);
+        {
+          float acc[8][4];
+          causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
+#pragma unroll
+          for (int ks = 0; ks < 4; ++ks) {
+            if (ks > warp) break;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+              const float* c = acc[2 * ks + (i >> 1)] + 2 * (i & 1);  // the lda_split element order
+              split2<T>(c[0], c[1], ph[ks][i], pl[ks][i]);
+            }
+          }
+        }
+#pragma unroll
+        for (int ks = 0; ks < kK / 16; ++ks) ldsm_a(qa[ks], q_s + 16 * warp * kLdk + 16 * ks, kLdk);
+        decay_lo = expf(gamma_s[16 * warp + g]);
+        decay_hi = expf(gamma_s[16 * warp + g + 8]);
+        __syncthreads();  // every warp holds its fragments
+        if (n + stride < N) issue_qk(n + stride);  // joins the group issue_next commits below
+      }
+      issue_next();  // slice m + kStages - 1 into the buffer slice m - 1 used
+
+      const int buf = m % kStages;
+      const float* S0_s = s0_tile(buf);
+      const float* U_s = u_tile(buf);
+      // Q S0: Q exact, S0 split (two products); then the decay of each row.
+      float acc[kNT][4] = {};
+#pragma unroll
+      for (int ks = 0; ks < kK / 16; ++ks)
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          uint32_t bh[2], bl[2];
+          ldb_split<T>(bh, bl, S0_s + 16 * ks * kLdS + 8 * nt, kLdS);
+          Mma<T>::run(acc[nt], qa[ks], bl);
+          Mma<T>::run(acc[nt], qa[ks], bh);
+        }
+      scale_rows<kNT>(acc, decay_lo, decay_hi);
+      // + P U: both float32, three products. P is zero past the diagonal block.
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks) {
+        if (ks > warp) break;
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          uint32_t bh[2], bl[2];
+          ldb_split<T>(bh, bl, U_s + 16 * ks * kLdS + 8 * nt, kLdS);
+          Mma<T>::run(acc[nt], pl[ks], bh);
+          Mma<T>::run(acc[nt], ph[ks], bl);
+          Mma<T>::run(acc[nt], ph[ks], bh);
+        }
+      }
+      store_o<T, kNT>(static_cast<T*>(p.o) + ((b * s.T + n * kC) * s.HV + hv) * V + int64_t(j) * kSW, s.HV * V,
+                      p.scale, acc, L);
+    }
+  }
+  cp_async_wait<0>();  // nothing left in flight at exit (the groups past the last slice are empty)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -819,15 +1151,48 @@ cudaError_t allow_smem(Kernel kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
-// kFe: with the front-end prologue reading `fe` and writing the normalised k to k_out (fused_conv);
-// otherwise fe and k_out are unused.
+// Blocks per (b, hv) of a kernel whose blocks loop over chunks: `requested`, or with 0 one wave of
+// the device's resident blocks (gdn_wy_ut_output_blocks_per_head); at most one per chunk.
+template <typename Kernel>
+cudaError_t blocks_per_head_for(Kernel kernel, int bytes, const GdnParams& p, const GdnWyUtWorkspace& ws,
+                                int requested, int64_t& per_head) {
+  per_head = requested;
+  if (per_head <= 0) {
+    int device = 0, sms = 0, per_sm = 0;
+    if (const cudaError_t e = cudaGetDevice(&device)) return e;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, bytes))
+      return e;
+    per_head = gdn_wy_ut_output_blocks_per_head(ws.num_chunks, p.shape.B * p.shape.HV, int64_t(sms) * per_sm);
+  }
+  if (per_head > ws.num_chunks) per_head = ws.num_chunks;
+  return cudaSuccess;
+}
+
+// Version 2's prepare, one block per chunk. kFe: with the front-end prologue reading `fe` and
+// writing the normalised k to k_out (fused_conv); otherwise fe and k_out are unused (the tests'
+// bit-identity reference).
 template <typename T, bool kFe = false>
-cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                             const GdnFrontEndParams& fe = GdnFrontEndParams(), T* k_out = nullptr) {
+cudaError_t prepare_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                                const GdnFrontEndParams& fe = GdnFrontEndParams(), T* k_out = nullptr) {
   const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
   if (const cudaError_t e = allow_smem(gdn_wy_ut_prepare_kernel<T, kFe>, bytes)) return e;
   const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
   gdn_wy_ut_prepare_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe, k_out);
+  return cudaGetLastError();
+}
+
+// Version 4's prepare: blocks_per_head blocks per (b, hv), each looping over its chunks.
+template <typename T>
+cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                             int blocks_per_head) {
+  const auto kernel = gdn_wy_ut_prepare_v4_kernel<T>;
+  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  int64_t per_head = 0;
+  if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
+  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
   return cudaGetLastError();
 }
 
@@ -850,14 +1215,42 @@ cudaError_t states_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
   return cudaErrorInvalidValue;
 }
 
+// Version 2's output kernel, one block per chunk: fused_conv's (with the front end) and the
+// bit-identity reference of the tests (without).
 template <typename T, bool kFe = false>
-cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                            const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+cudaError_t output_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                               const GdnFrontEndParams& fe = GdnFrontEndParams()) {
   const int bytes = output_smem_bytes(int(p.shape.K));
   if (const cudaError_t e = allow_smem(gdn_wy_ut_output_kernel<T, kFe>, bytes)) return e;
   const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
   gdn_wy_ut_output_kernel<T, kFe><<<grid, kThreads, bytes, stream>>>(p, ws, fe);
   return cudaGetLastError();
+}
+
+// Version 4: blocks_per_head blocks per (b, hv), each looping over its chunks; 0 picks one wave
+// of the device's resident blocks (gdn_wy_ut_output_blocks_per_head).
+template <typename T, int kK>
+cudaError_t output_v4_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
+  const auto kernel = gdn_wy_ut_output_v4_kernel<T, kK>;
+  const int bytes = OutputLayout<kK>::kBytes;
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  int64_t per_head = 0;
+  if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
+  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
+  switch (p.shape.K) {
+    case 64: return output_v4_for_k<T, 64>(p, ws, stream, blocks_per_head);
+    case 128: return output_v4_for_k<T, 128>(p, ws, stream, blocks_per_head);
+    case 256: return output_v4_for_k<T, 256>(p, ws, stream, blocks_per_head);
+  }
+  return cudaErrorInvalidValue;
 }
 
 // fused_conv: prepare with the front end (k, v, g, beta; the normalised k into p.k), the plain
@@ -866,9 +1259,9 @@ template <typename T>
 cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, const GdnFrontEndParams& fe,
                                 cudaStream_t stream) {
   T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
-  if (const cudaError_t e = prepare_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
+  if (const cudaError_t e = prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
   if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
-  return output_for_type<T, true>(p, ws, stream, fe);
+  return output_v2_for_type<T, true>(p, ws, stream, fe);
 }
 
 bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
@@ -929,10 +1322,17 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   return ws;
 }
 
-int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                             int blocks_per_head) {
   if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : prepare_for_type<__half>(p, ws, stream));
+  return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream, blocks_per_head)
+                                    : prepare_for_type<__half>(p, ws, stream, blocks_per_head));
+}
+
+int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? prepare_v2_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : prepare_v2_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
@@ -941,10 +1341,24 @@ int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
                                     : states_for_type<__half>(p, ws, stream));
 }
 
-int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks) {
+  if (num_chunks < 1) return 1;
+  const int64_t most = heads < resident_blocks ? resident_blocks / heads : 1;  // one wave, or one per head
+  const int64_t chunks_per_block = (num_chunks + most - 1) / most;
+  return (num_chunks + chunks_per_block - 1) / chunks_per_block;  // the fewest blocks for that many
+}
+
+int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head) {
   if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : output_for_type<__half>(p, ws, stream));
+  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream, blocks_per_head)
+                                    : output_for_type<__half>(p, ws, stream, blocks_per_head));
+}
+
+int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? output_v2_for_type<__nv_bfloat16>(p, ws, stream)
+                                    : output_v2_for_type<__half>(p, ws, stream));
 }
 
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {

@@ -46,13 +46,31 @@ size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
 GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace);
 
 // The stages, each one kernel launch (return cudaError_t as int, 0 = success):
-//   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0.
+//   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0; blocks_per_head blocks per (b, hv), as
+//              output's (0: gdn_wy_ut_output_blocks_per_head for the device). The workspace does
+//              not depend on the choice.
 //   2 states:  per (b, hv, 32 value columns), sequential over chunks: U, entering states, hT
 //              (needs ws.states; any K).
-//   3 output:  per (b, hv, chunk): o (needs ws.states and U from stage 2; any K).
-int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+//   3 output:  o (needs ws.states and U from stage 2; any K); blocks_per_head blocks per (b, hv),
+//              block x taking chunks x, x + blocks_per_head, ... (more than the chunks: one per
+//              chunk); 0 picks gdn_wy_ut_output_blocks_per_head for the device. o does not depend
+//              on the choice.
+int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                             int blocks_per_head = 0);
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
-int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
+                            int blocks_per_head = 0);
+// Version 2's output kernel (one block per chunk, no pipeline): what fused_conv runs with its
+// front end, and what the tests compare version 4's o with, bit for bit.
+int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+// Version 2's prepare kernel (one block per chunk, loads then compute): what fused_conv runs with
+// its front end, and what the tests compare version 4's gamma, W and U0 with, bit for bit.
+int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+
+// Blocks per (b, hv) of the output stage (and of prepare's): as many as fill one wave of
+// resident_blocks over the heads (at least 1, at most num_chunks), then the fewest that keep the
+// same chunks per block, so every block of a head gets the same number of chunks or one less.
+int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks);
 
 // prepare + states + output on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.

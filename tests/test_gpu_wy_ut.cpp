@@ -261,6 +261,143 @@ TEST_CASE("wy_ut stages match the float64 chunked intermediates", "[gpu][wy_ut]"
   CHECK(o.rel_l2 <= tolerance_for(Precision::tensor_core, pr.dtype).o_rel_l2);
 }
 
+TEST_CASE("wy_ut's pipelined output kernel writes version 2's o bit for bit, whatever its blocks per head",
+          "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t K = GENERATE(64, 128, 256);
+  const int64_t V = GENERATE(32, 96);  // V = 32 at K = 64: one slice per chunk
+  const int64_t T = GENERATE(1, 65, 200, 1000);  // 1 to 16 chunks, tails of 1, 1, 8 and 40 rows
+  Problem pr;
+  pr.shape = GdnShape{2, T, 2, 4, K, V};
+  pr.dtype = dt;
+  pr.use_h0 = true;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " T " << T << " K " << K << " V " << V);
+  const HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params));
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get());
+  REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws, nullptr) == 0);
+  REQUIRE(launch_gdn_wy_ut_states(d.params, ws, nullptr) == 0);
+  REQUIRE(launch_gdn_wy_ut_output_v2(d.params, ws, nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const int64_t n = pr.shape.v_elems();
+  std::vector<uint16_t> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+  CUDA_CHECK(cudaMemcpy(want.data(), d.o.get(), size_t(n) * 2, cudaMemcpyDeviceToHost));
+  const GdnRefOutputs ref = gdn_recurrent_ref(pr.shape, to_f64(in).view(), ref_options(pr));
+  const TensorMetrics m = compare_to_reference(from_device(d.o.get(), n, dt), ref.o, dt);
+  INFO("version 2 o rel_l2 " << m.rel_l2);
+  CHECK(m.unwritten == 0);
+  CHECK(m.rel_l2 <= tolerance_for(Precision::tensor_core, dt).o_rel_l2);
+  // 0: the device's choice; 1: every chunk of a head in one block; 2, 3: strided chunk sets of
+  // unequal sizes; 64: more blocks than chunks (clamped to one per chunk).
+  for (const int per_head : {0, 1, 2, 3, 64}) {
+    INFO("blocks per head " << per_head);
+    poison_device_buffer(d.o.get(), n, dt, nullptr);
+    REQUIRE(launch_gdn_wy_ut_output(d.params, ws, nullptr, per_head) == 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(got.data(), d.o.get(), size_t(n) * 2, cudaMemcpyDeviceToHost));
+    int64_t differ = 0, first = -1;
+    for (int64_t i = 0; i < n; ++i)
+      if (got[size_t(i)] != want[size_t(i)] && differ++ == 0) first = i;
+    INFO(differ << " of " << n << " elements differ, the first at " << first);
+    CHECK(differ == 0);
+  }
+}
+
+TEST_CASE("wy_ut's pipelined prepare kernel writes version 2's gamma, W and U0 bit for bit, whatever its blocks "
+          "per head",
+          "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t K = GENERATE(64, 128, 256);    // 128: the k tile and A swap regions every chunk
+  const int64_t V = GENERATE(32, 96);
+  const int64_t T = GENERATE(1, 65, 200, 1000);  // 1 to 16 chunks, tails of 1, 1, 8 and 40 rows
+  const int terms = GENERATE(0, 1, 2);           // 0: GDN; 1: no gate (DeltaNet); 2: no delta term
+  Problem pr;
+  pr.shape = GdnShape{2, T, 2, 4, K, V};  // q/k head h serves value heads 2h, 2h + 1; b = 1: batch offsets
+  pr.dtype = dt;
+  pr.use_gate = terms != 1;
+  pr.use_delta = terms != 2;
+  pr.use_h0 = true;  // prepare does not read h0; the launcher's checks see a full problem
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " T " << T << " K " << K << " V " << V << " gate "
+               << pr.use_gate << " delta " << pr.use_delta);
+  const HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  const GdnShape& s = pr.shape;
+  const int64_t C = kWyUtChunk, chunks = s.B * s.HV * ((T + C - 1) / C);
+  // gamma, W and U lie in this order at the start of the workspace: one span of bytes (the parts
+  // prepare leaves unwritten, such as W without the delta term, stay poison in both).
+  const size_t workspace = gdn_wy_ut_workspace_bytes(d.params);
+  DeviceBuffer want_buf(workspace), got_buf(workspace);
+  const GdnWyUtWorkspace want_ws = gdn_wy_ut_workspace_view(d.params, want_buf.get());
+  GdnWyUtWorkspace got_ws = gdn_wy_ut_workspace_view(d.params, got_buf.get());
+  const size_t span = size_t(reinterpret_cast<const unsigned char*>(want_ws.states) -
+                             static_cast<const unsigned char*>(want_buf.get()));
+  auto read = [&](const void* ptr, size_t bytes) {
+    std::vector<uint32_t> x(bytes / 4);
+    CUDA_CHECK(cudaMemcpy(x.data(), ptr, bytes, cudaMemcpyDeviceToHost));
+    return x;
+  };
+  auto count_differ = [](const std::vector<uint32_t>& a, const std::vector<uint32_t>& b, int64_t& first) {
+    int64_t differ = 0;
+    first = -1;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i] && differ++ == 0) first = int64_t(i);
+    return differ;
+  };
+  poison_device_buffer(want_buf.get(), int64_t(workspace / 4), DType::f32, nullptr);
+  REQUIRE(launch_gdn_wy_ut_prepare_v2(d.params, want_ws, nullptr) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<uint32_t> want = read(want_buf.get(), span);
+  // Version 2 against the float64 chunked intermediates, so the bytes compared are right ones.
+  {
+    GdnChunkIntermediates im;
+    gdn_chunked_ref(s, to_f64(in).view(), ref_options(pr), kWyUtChunk, &im);
+    const TensorMetrics m = compare_to_reference(part(want_ws.U, chunks * C * s.V), im.U0, DType::f32);
+    INFO("version 2 U0 rel_l2 " << m.rel_l2);
+    CHECK(m.unwritten == 0);
+    CHECK(m.rel_l2 <= kIntermediateBound);
+  }
+  // 0: the device's choice; 1: every chunk of a head in one block (at K = 128 the k tile and A
+  // alternate between the two regions); 2, 3: strided chunk sets of unequal sizes; 64: more blocks
+  // than chunks (clamped to one per chunk).
+  for (const int per_head : {0, 1, 2, 3, 64}) {
+    INFO("blocks per head " << per_head);
+    poison_device_buffer(got_buf.get(), int64_t(workspace / 4), DType::f32, nullptr);
+    REQUIRE(launch_gdn_wy_ut_prepare(d.params, got_ws, nullptr, per_head) == 0);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    int64_t first = -1;
+    const int64_t differ = count_differ(read(got_buf.get(), span), want, first);
+    INFO(differ << " of " << span / 4 << " words differ, the first at " << first);
+    CHECK(differ == 0);
+  }
+  // With the test hooks (A and Tm written too, one more barrier before the next k is copied over A).
+  DeviceBuffer A_want(size_t(chunks * C * C) * 4), Tm_want(size_t(chunks * C * C) * 4);
+  DeviceBuffer A_got(size_t(chunks * C * C) * 4), Tm_got(size_t(chunks * C * C) * 4);
+  GdnWyUtWorkspace hooked = want_ws;
+  hooked.A = A_want.as<float>();
+  hooked.Tm = Tm_want.as<float>();
+  REQUIRE(launch_gdn_wy_ut_prepare_v2(d.params, hooked, nullptr) == 0);
+  got_ws.A = A_got.as<float>();
+  got_ws.Tm = Tm_got.as<float>();
+  poison_device_buffer(got_buf.get(), int64_t(workspace / 4), DType::f32, nullptr);
+  REQUIRE(launch_gdn_wy_ut_prepare(d.params, got_ws, nullptr, 2) == 0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  int64_t first = -1;
+  const size_t cc = size_t(chunks * C * C) * 4;
+  const int64_t differ = count_differ(read(got_buf.get(), span), want, first);
+  const int64_t differ_A = count_differ(read(A_got.get(), cc), read(A_want.get(), cc), first);
+  const int64_t differ_Tm = count_differ(read(Tm_got.get(), cc), read(Tm_want.get(), cc), first);
+  INFO("with the hooks, 2 blocks per head: " << differ << " words of gamma, W, U differ, " << differ_A
+                                              << " of A, " << differ_Tm << " of Tm");
+  CHECK(differ == 0);
+  CHECK(differ_A == 0);
+  CHECK(differ_Tm == 0);
+}
+
 TEST_CASE("wy_ut matches the float64 recurrence over dtypes, lengths, head dims and h0", "[gpu][wy_ut]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
@@ -383,6 +520,26 @@ TEST_CASE("wy_ut indexes past 2^31 elements", "[gpu][wy_ut][slow][.]") {
 TEST_CASE("wy_ut needs CUDA", "[gpu][wy_ut]") { WARN("skipped: built without CUDA"); }
 
 #endif
+
+TEST_CASE("wy_ut's output blocks per head fill one wave and share the chunks evenly", "[wy_ut]") {
+  // An H200 at 3 resident blocks per SM: 396 slots.
+  CHECK(gdn_wy_ut_output_blocks_per_head(256, 32, 396) == 12);  // T = 16384, 32 heads: 21-22 chunks
+  CHECK(gdn_wy_ut_output_blocks_per_head(16, 32, 396) == 8);    // T = 1024: 2 chunks each
+  CHECK(gdn_wy_ut_output_blocks_per_head(1, 32, 396) == 1);
+  CHECK(gdn_wy_ut_output_blocks_per_head(256, 2048, 396) == 1);  // more heads than slots
+  CHECK(gdn_wy_ut_output_blocks_per_head(1000, 1, 0) == 1);      // no occupancy reported
+  const int64_t chunks = GENERATE(1, 2, 7, 64, 1000, 4096);
+  const int64_t heads = GENERATE(1, 3, 32, 500);
+  const int64_t slots = GENERATE(1, 132, 396, 528);
+  const int64_t g = gdn_wy_ut_output_blocks_per_head(chunks, heads, slots);
+  INFO("chunks " << chunks << " heads " << heads << " slots " << slots << " -> " << g);
+  CHECK(g >= 1);
+  CHECK(g <= chunks);
+  CHECK((g * heads <= slots || g == 1));
+  // The fewest blocks for their chunks per block: one block less would need more.
+  const int64_t per_block = (chunks + g - 1) / g;
+  if (g > 1) CHECK((chunks + g - 2) / (g - 1) > per_block);
+}
 
 TEST_CASE("wy_ut accepts a supported shape before any buffer exists (the registry's question)", "[wy_ut]") {
   GdnParams p;  // every pointer null, as when the registry sizes a problem
