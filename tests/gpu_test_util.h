@@ -3,6 +3,9 @@
 #pragma once
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+#include <string>
+
 #include "harness/gpu_runtime.h"
 #include "harness/inputs.h"
 #include "harness/runner.h"
@@ -16,6 +19,15 @@ inline bool gpu_or_warn() {
   if (!gpu.available) WARN("skipped: no GPU (" << gpu.why_not << ")");
   return gpu.available;
 }
+
+// False when the environment variable `name` is set and differs from `value`: splits a long
+// generated test into passes that each finish under compute-sanitizer (e.g. GDNBENCH_TEST_K=256
+// GDNBENCH_TEST_DTYPE=bf16).
+inline bool selected_by_env(const char* name, const std::string& value) {
+  const char* want = std::getenv(name);
+  return want == nullptr || *want == '\0' || value == want;
+}
+inline bool selected_by_env(const char* name, int64_t value) { return selected_by_env(name, std::to_string(value)); }
 
 inline ResultRow verify_on_gpu(const char* variant_name, const Problem& p, int cpu_threads = 4) {
   const VariantInfo* v = find_variant(variant_name);

@@ -31,6 +31,7 @@ constexpr double kIntermediateBound = 1e-4;
 constexpr double kStateBound = 1e-4;
 
 using gputest::gpu_or_warn;
+using gputest::selected_by_env;
 
 DeviceBuffer to_device(const std::vector<float>& x, DType dt) {
   DeviceBuffer buf(x.size() * dtype_bytes(dt));
@@ -315,6 +316,8 @@ TEST_CASE("wy_ut's pipelined prepare kernel writes version 2's gamma, W and U0 b
   const int64_t V = GENERATE(32, 96);
   const int64_t T = GENERATE(1, 65, 200, 1000);  // 1 to 16 chunks, tails of 1, 1, 8 and 40 rows
   const int terms = GENERATE(0, 1, 2);           // 0: GDN; 1: no gate (DeltaNet); 2: no delta term
+  // racecheck runs one (dtype, K) per pass
+  if (!selected_by_env("GDNBENCH_TEST_K", K) || !selected_by_env("GDNBENCH_TEST_DTYPE", dtype_name(dt))) return;
   Problem pr;
   pr.shape = GdnShape{2, T, 2, 4, K, V};  // q/k head h serves value heads 2h, 2h + 1; b = 1: batch offsets
   pr.dtype = dt;
