@@ -48,7 +48,8 @@ struct Row {
   int64_t T = 0;
   int64_t context = 0;  // KV-cache tokens: decode rows (> 0) have their own section
   double median = NAN, cv = NAN, tflops = NAN, gbps = NAN, frac_flops = NAN, frac_bw = NAN;
-  double floor = NAN;  // ms at the better of the row's measured ceilings (floor_ms); NaN unmeasured
+  double floor = NAN;  // ms at the better of the measured ceilings (row_floor); NaN unmeasured
+  bool floor_borrowed = false;  // on another row's ceilings (the row was timed with --no-ceilings)
   double o_rel = NAN, o_vs_floor = NAN, ht_rel = NAN;
   // Verified against a float64 reference of a sample of query rows (ref_rows < T) or of
   // (b, hv) heads (ref_heads < B HV); absent columns (older CSVs): full.
@@ -56,7 +57,8 @@ struct Row {
   bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
 };
 
-std::vector<Row> load_rows(const CsvTable& t, size_t file) {
+std::vector<Row> load_rows(const std::vector<CsvTable>& tables, size_t file) {
+  const CsvTable& t = tables[file];
   std::vector<Row> rows;
   for (size_t i = 0; i < t.rows.size(); ++i) {
     const auto integer = [&](const char* c) {
@@ -81,9 +83,10 @@ std::vector<Row> load_rows(const CsvTable& t, size_t file) {
     r.gbps = t.number(i, "gbps");
     r.frac_flops = t.number(i, "frac_flops");  // absent column: NaN, shown as "-"
     r.frac_bw = t.number(i, "frac_bw");
-    // Absent columns or empty cells (CPU rows, --no-ceilings) leave the floor NaN, shown as "-".
-    r.floor = floor_ms(t.number(i, "flops"), t.number(i, "min_bytes"), t.number(i, "ceiling_tflops"),
-                       t.number(i, "ceiling_gbps"));
+    // No ceilings of the row or of its device and dtype (CPU rows) leave the floor NaN, shown as "-".
+    const RowFloor floor = row_floor(tables, t, i);
+    r.floor = floor.ms;
+    r.floor_borrowed = floor.borrowed;
     r.o_rel = t.number(i, "o_rel_l2");
     const double ref_rows = t.number(i, "ref_rows"), ref_heads = t.number(i, "ref_heads");
     r.sampled_ref = (std::isfinite(ref_rows) && ref_rows < double(r.T)) ||
@@ -195,7 +198,9 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
         "gate/delta/h0), T ascending. frac: fraction of the GEMM rate / copy bandwidth measured at "
         "the start of the run (`-` where not measured). floor: the time at the better of those two "
         "ceilings, max(flops / GEMM rate, min_bytes / copy bandwidth) with the row's own counts "
-        "(DESIGN.md section 4); x floor = median / floor = 1 / max(frac FLOP/s, frac BW).\n\n";
+        "(DESIGN.md section 4); x floor = median / floor = 1 / max(frac FLOP/s, frac BW). A floor "
+        "marked † is on the ceilings that the first timed row of the same device and dtype in these "
+        "CSVs recorded: its own row was timed with `--no-ceilings`.\n\n";
   if (series.empty()) {
     md += "No timed rows (a `verify` CSV has no timing).\n\n";
     return;
@@ -213,7 +218,7 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
                         kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
                         terms(kv->first), T, num(r->median), num(100 * r->cv, "{:.2f}"), num(r->tflops, "{:.3g}"),
                         num(r->gbps, "{:.4g}"), num(r->frac_flops, "{:.3f}"), num(r->frac_bw, "{:.3f}"),
-                        num(r->floor), num(r->median / r->floor, "{:.3g}"));
+                        num(r->floor) + (r->floor_borrowed ? " †" : ""), num(r->median / r->floor, "{:.3g}"));
   md += "\n";
 }
 
@@ -342,7 +347,7 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
   std::vector<std::vector<Row>> per_file;
   std::vector<Row> rows;
   for (size_t f = 0; f < tables.size(); ++f) {
-    per_file.push_back(load_rows(tables[f], f));
+    per_file.push_back(load_rows(tables, f));
     rows.insert(rows.end(), per_file.back().begin(), per_file.back().end());
   }
   size_t shadowed = 0;

@@ -48,6 +48,25 @@ std::string crossover_text(const Crossover& c);
 // are positive and finite. A row's time / floor is 1 / max(frac_flops, frac_bw).
 double floor_ms(double flops, double min_bytes, double ceiling_tflops, double ceiling_gbps);
 
+// The floor of row `row` of `t`, one of `tables`: on the row's own ceilings; for a row timed
+// without them (--no-ceilings) on those the first timed PASS row of the same device and dtype in
+// `tables` recorded (`borrowed`: the ceilings belong to the device and the dtype, not the shape).
+// NaN when neither exists or the row's counts are missing.
+struct RowFloor {
+  double ms = NAN;
+  bool borrowed = false;
+};
+RowFloor row_floor(const std::vector<CsvTable>& tables, const CsvTable& t, size_t row);
+
+// The GEMM rate and copy bandwidth the first timed PASS forward row (context 0) of `dtype` recorded,
+// on `device` (empty: any device); NaN when no such row recorded both.
+struct RecordedCeilings {
+  double tflops = NAN, gbps = NAN;
+  std::string device;
+};
+RecordedCeilings first_recorded_ceilings(const std::vector<CsvTable>& tables, const std::string& dtype,
+                                         const std::string& device = "");
+
 // Regression rule: b (a later CSV) against a (the first) differs when
 // |median_b - median_a| > max(3 cv_a median_a, 3 cv_b median_b, 0.02 median_a).
 enum class Change { same, slower, faster };

@@ -150,7 +150,7 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
       "Columns marked (anchor): {}, read from `{}` (rows with what=fwd; its README says how they were "
       "timed), beside this harness's timed PASS rows of the same dtype, B, H = HV and K = V = D. Each "
       "cell: median ms (time / floor). Floor as in the timing table. For this harness's rows it is "
-      "the row's own; for an anchor, and in the floor columns, it is the floor of the same problem as "
+      "the timing table's; for an anchor, and in the floor columns, it is the floor of the same problem as "
       "this harness counts it (GDN: gate and delta on, no initial state, the final state written; "
       "attention: causal) on the ceilings named below each table. `-`: not timed at that T.\n\n",
       kAnchorLabel, anchors_path);
@@ -160,10 +160,11 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
     if (std::find(shapes.begin(), shapes.end(), s) == shapes.end()) shapes.push_back(s);
   }
   for (const AnchorShape& s : shapes) {
-    // Ceilings: the first timed row of the dtype that recorded both; they belong to the device and
-    // the dtype, not to the shape.
-    double tflops = NAN, gbps = NAN;
-    std::string device;
+    // Ceilings for the anchors and the floor columns: the first timed row of the dtype that
+    // recorded both; they belong to the device and the dtype, not to the shape.
+    const RecordedCeilings ceilings = first_recorded_ceilings(tables, s.dtype);
+    const double tflops = ceilings.tflops, gbps = ceilings.gbps;
+    const std::string& device = ceilings.device;
     // This harness's series of the shape, in order of appearance; the first row of a (series, T) wins.
     std::vector<std::pair<std::string, Column>> ours;  // (series key, column)
     for (const CsvTable& t : tables)
@@ -172,11 +173,6 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
         if (t.cell(i, "status") != "PASS" || !(ms > 0) || !std::isfinite(ms) || t.number(i, "context") > 0 ||
             t.cell(i, "dtype") != s.dtype)
           continue;
-        if (std::isnan(tflops) && t.number(i, "ceiling_tflops") > 0 && t.number(i, "ceiling_gbps") > 0) {
-          tflops = t.number(i, "ceiling_tflops");
-          gbps = t.number(i, "ceiling_gbps");
-          device = t.cell(i, "device");
-        }
         const auto is = [&](const char* c, int64_t v) { return t.number(i, c) == double(v); };
         if (!is("B", s.B) || !is("H", s.H) || !is("HV", s.H) || !is("K", s.D) || !is("V", s.D)) continue;
         const std::string key = fmt::format("{} C={} {}/{}/{}", t.cell(i, "variant"), t.cell(i, "chunk"),
@@ -188,10 +184,7 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
           c.family = t.cell(i, "family");
           it = ours.insert(ours.end(), {key, std::move(c)});
         }
-        it->second.by_T.emplace(int64_t(t.number(i, "T")),
-                                std::make_pair(ms, floor_ms(t.number(i, "flops"), t.number(i, "min_bytes"),
-                                                            t.number(i, "ceiling_tflops"),
-                                                            t.number(i, "ceiling_gbps"))));
+        it->second.by_T.emplace(int64_t(t.number(i, "T")), std::make_pair(ms, row_floor(tables, t, i).ms));
       }
     std::vector<Column> columns;
     for (auto& [key, c] : ours) {

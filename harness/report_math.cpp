@@ -107,6 +107,33 @@ double floor_ms(double flops, double min_bytes, double ceiling_tflops, double ce
   return std::max(flops / (ceiling_tflops * 1e9), min_bytes / (ceiling_gbps * 1e6));
 }
 
+RecordedCeilings first_recorded_ceilings(const std::vector<CsvTable>& tables, const std::string& dtype,
+                                         const std::string& device) {
+  for (const CsvTable& t : tables)
+    for (size_t i = 0; i < t.rows.size(); ++i) {
+      const double ms = t.number(i, "time_median_ms");
+      if (t.cell(i, "status") != "PASS" || !(ms > 0) || !std::isfinite(ms) || t.number(i, "context") > 0 ||
+          t.cell(i, "dtype") != dtype || (!device.empty() && t.cell(i, "device") != device))
+        continue;
+      const double tflops = t.number(i, "ceiling_tflops"), gbps = t.number(i, "ceiling_gbps");
+      if (tflops > 0 && gbps > 0) return {tflops, gbps, t.cell(i, "device")};
+    }
+  return {};
+}
+
+RowFloor row_floor(const std::vector<CsvTable>& tables, const CsvTable& t, size_t row) {
+  const double flops = t.number(row, "flops"), bytes = t.number(row, "min_bytes");
+  RowFloor f;
+  f.ms = floor_ms(flops, bytes, t.number(row, "ceiling_tflops"), t.number(row, "ceiling_gbps"));
+  if (!std::isnan(f.ms)) return f;
+  const std::string device = t.cell(row, "device");
+  if (device.empty()) return f;  // no device named: nothing to borrow from
+  const RecordedCeilings c = first_recorded_ceilings(tables, t.cell(row, "dtype"), device);
+  f.ms = floor_ms(flops, bytes, c.tflops, c.gbps);
+  f.borrowed = !std::isnan(f.ms);
+  return f;
+}
+
 double regression_threshold_ms(double median_a, double cv_a, double median_b, double cv_b) {
   return std::max({3.0 * cv_a * median_a, 3.0 * cv_b * median_b, 0.02 * median_a});
 }

@@ -233,11 +233,13 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
 namespace {
 
 // gdn_fake at T = 1024 and 4096 with measured ceilings and the harness's own counts, B=1 H=HV=4
-// K=V=64 bf16; `with_ceilings` false leaves them empty as a CPU or --no-ceilings row does.
-void write_with_ceilings(const std::string& path, bool with_ceilings = true) {
+// K=V=64 bf16; `with_ceilings` false leaves them empty as a CPU or --no-ceilings row does;
+// `device` non-empty renames the device.
+void write_with_ceilings(const std::string& path, bool with_ceilings = true, const std::string& device = "") {
   CsvWriter w(path, report_meta(9));
   for (int64_t T : {1024, 4096}) {
     ResultRow r = timed_row("gdn_fake", "gdn", T, T / 1000.0);
+    if (!device.empty()) r.device = device;
     r.flops = gdn_flops(r.problem);
     r.bytes = gdn_min_bytes(r.problem);
     if (with_ceilings) {
@@ -283,6 +285,22 @@ TEST_CASE("the timing table shows each row's floor and time / floor", "[report]"
     const std::string md = build_report({read_gdnbench_csv(dir.file("n.csv"), report_required_columns())}, "r");
     CHECK(contains(table_line(md, "| gdn_fake | bf16 | 1 | 4 | 4 | 64 | 64 | 64 | on/on/off | 1024 |"),
                    "| - | - | - | - |"));
+  }
+  const auto read = [&](const char* name) { return read_gdnbench_csv(dir.file(name), report_required_columns()); };
+  const std::string row_1024 = "| gdn_fake | bf16 | 1 | 4 | 4 | 64 | 64 | 64 | on/on/off | 1024 |";
+  SECTION("a row timed with --no-ceilings takes those its device recorded for the dtype, marked") {
+    write_with_ceilings(dir.file("n.csv"), false);
+    write_with_ceilings(dir.file("c.csv"));
+    // The first file's row is shown (the same case in both); its floor is the second file's.
+    const std::string md = build_report({read("n.csv"), read("c.csv")}, "r");
+    CHECK(contains(table_line(md, row_1024), "| - | - | 0.002684 † | 381 |"));
+    CHECK(contains(md, "marked † is on the ceilings"));
+  }
+  SECTION("but not the ceilings of another device") {
+    write_with_ceilings(dir.file("n.csv"), false);
+    write_with_ceilings(dir.file("c.csv"), true, "another GPU");
+    const std::string md = build_report({read("n.csv"), read("c.csv")}, "r");
+    CHECK(contains(table_line(md, row_1024), "| - | - | - | - |"));
   }
 }
 
