@@ -1322,23 +1322,29 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   return ws;
 }
 
+namespace {
+
+// The stage entry points: the problem and the workspace checked once, then the stage's
+// instance for the element type (a value of it passed as a tag).
+template <typename Launch>
+int checked_for_dtype(const GdnParams& p, const GdnWyUtWorkspace& ws, Launch&& launch) {
+  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
+  return int(p.dtype == DType::bf16 ? launch(__nv_bfloat16{}) : launch(__half{}));
+}
+
+}  // namespace
+
 int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
                              int blocks_per_head) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? prepare_for_type<__nv_bfloat16>(p, ws, stream, blocks_per_head)
-                                    : prepare_for_type<__half>(p, ws, stream, blocks_per_head));
+  return checked_for_dtype(p, ws, [&](auto t) { return prepare_for_type<decltype(t)>(p, ws, stream, blocks_per_head); });
 }
 
 int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? prepare_v2_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : prepare_v2_for_type<__half>(p, ws, stream));
+  return checked_for_dtype(p, ws, [&](auto t) { return prepare_v2_for_type<decltype(t)>(p, ws, stream); });
 }
 
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? states_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : states_for_type<__half>(p, ws, stream));
+  return checked_for_dtype(p, ws, [&](auto t) { return states_for_type<decltype(t)>(p, ws, stream); });
 }
 
 int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks) {
@@ -1350,15 +1356,11 @@ int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int6
 
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
                             int blocks_per_head) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? output_for_type<__nv_bfloat16>(p, ws, stream, blocks_per_head)
-                                    : output_for_type<__half>(p, ws, stream, blocks_per_head));
+  return checked_for_dtype(p, ws, [&](auto t) { return output_for_type<decltype(t)>(p, ws, stream, blocks_per_head); });
 }
 
 int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  if (gdn_wy_ut_unsupported(p) || !workspace_ok(p, ws)) return int(cudaErrorInvalidValue);
-  return int(p.dtype == DType::bf16 ? output_v2_for_type<__nv_bfloat16>(p, ws, stream)
-                                    : output_v2_for_type<__half>(p, ws, stream));
+  return checked_for_dtype(p, ws, [&](auto t) { return output_v2_for_type<decltype(t)>(p, ws, stream); });
 }
 
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
