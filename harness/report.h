@@ -58,6 +58,9 @@ struct RowFloor {
 };
 RowFloor row_floor(const std::vector<CsvTable>& tables, const CsvTable& t, size_t row);
 
+// A timed PASS forward row (context 0) of `dtype`: the rows the anchors table and the ceilings read.
+bool timed_forward_row(const CsvTable& t, size_t row, const std::string& dtype);
+
 // The GEMM rate and copy bandwidth the first timed PASS forward row (context 0) of `dtype` recorded,
 // on `device` (empty: any device); NaN when no such row recorded both.
 struct RecordedCeilings {

@@ -169,10 +169,8 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
     std::vector<std::pair<std::string, Column>> ours;  // (series key, column)
     for (const CsvTable& t : tables)
       for (size_t i = 0; i < t.rows.size(); ++i) {
+        if (!timed_forward_row(t, i, s.dtype)) continue;
         const double ms = t.number(i, "time_median_ms");
-        if (t.cell(i, "status") != "PASS" || !(ms > 0) || !std::isfinite(ms) || t.number(i, "context") > 0 ||
-            t.cell(i, "dtype") != s.dtype)
-          continue;
         const auto is = [&](const char* c, int64_t v) { return t.number(i, c) == double(v); };
         if (!is("B", s.B) || !is("H", s.H) || !is("HV", s.H) || !is("K", s.D) || !is("V", s.D)) continue;
         const std::string key = fmt::format("{} C={} {}/{}/{}", t.cell(i, "variant"), t.cell(i, "chunk"),

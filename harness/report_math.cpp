@@ -107,14 +107,17 @@ double floor_ms(double flops, double min_bytes, double ceiling_tflops, double ce
   return std::max(flops / (ceiling_tflops * 1e9), min_bytes / (ceiling_gbps * 1e6));
 }
 
+bool timed_forward_row(const CsvTable& t, size_t row, const std::string& dtype) {
+  const double ms = t.number(row, "time_median_ms");
+  return t.cell(row, "status") == "PASS" && ms > 0 && std::isfinite(ms) && !(t.number(row, "context") > 0) &&
+         t.cell(row, "dtype") == dtype;
+}
+
 RecordedCeilings first_recorded_ceilings(const std::vector<CsvTable>& tables, const std::string& dtype,
                                          const std::string& device) {
   for (const CsvTable& t : tables)
     for (size_t i = 0; i < t.rows.size(); ++i) {
-      const double ms = t.number(i, "time_median_ms");
-      if (t.cell(i, "status") != "PASS" || !(ms > 0) || !std::isfinite(ms) || t.number(i, "context") > 0 ||
-          t.cell(i, "dtype") != dtype || (!device.empty() && t.cell(i, "device") != device))
-        continue;
+      if (!timed_forward_row(t, i, dtype) || (!device.empty() && t.cell(i, "device") != device)) continue;
       const double tflops = t.number(i, "ceiling_tflops"), gbps = t.number(i, "ceiling_gbps");
       if (tflops > 0 && gbps > 0) return {tflops, gbps, t.cell(i, "device")};
     }

@@ -54,7 +54,6 @@ std::vector<std::vector<std::string>> parse_records(const std::string& text, con
   }
 }
 
-
 // The records of a CSV whose header is this schema's or an older one of the same version, every
 // record as wide as this header. The schema adds columns without a new version (reports/SCHEMA.md),
 // so a header that is this one less some columns, in this order, and keeps every column resume

@@ -15,7 +15,8 @@
 // measured too: 4-5% faster with a float32 pool at B >= 64, 9-21% slower with a bf16 pool, 12%
 // slower at B = 1 (docs/perf-notes.md, fused_decode version 4), so the state kernel stays one
 // slice per block.
-// Version 5, this one (not yet measured): for K <= 128 a new state kernel, "lane owns a column"
+// Version 5, this one (0.096 ms at B = 64, H = HV = 32, K = V = 128, float32 pool; run 24 in
+// docs/perf-notes.md): for K <= 128 a new state kernel, "lane owns a column"
 // (kernel 2b below): version 4's state kernel spent its slice time in three block barriers and
 // cross-warp shared-memory sums per token, not in the copy, so 8 warps per 16 KiB slice left DRAM
 // at 55%. Now one warp per slice holds all K rows of its 32 columns, lane j the whole column j in
@@ -39,7 +40,8 @@
 //   2b state update, K <= 128 (version 5): one warp per (32 value columns, b, hv), blocks of the
 //     min(4, ceil(V / 32)) column groups of one (b, hv), which share its q and k rows.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
-// kK = 128 (3 blocks of 4 warps per SM, 8 B spilled: the slice offset kept for the stores), 128 at
+// kK = 128 (3 blocks of 4 warps per SM; 8 B spilled at K = 128, the slice offset kept for the
+// stores; 8-24 B stored and 24-56 B loaded at K < 128, the bf16 pool the most), 128 at
 // kK = 64 (4 blocks); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at kK = 128) + 4 x 8 x 32
 // x 4 B of v + the gates = 12.1 KiB. Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
 // SM with a float32 pool, 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
