@@ -15,7 +15,7 @@
 // measured too: 4-5% faster with a float32 pool at B >= 64, 9-21% slower with a bf16 pool, 12%
 // slower at B = 1 (docs/perf-notes.md, fused_decode version 4), so the state kernel stays one
 // slice per block.
-// Version 5, this one (0.096 ms at B = 64, H = HV = 32, K = V = 128, float32 pool; run 24 in
+// Version 5 (0.096 ms at B = 64, H = HV = 32, K = V = 128, float32 pool; run 24 in
 // docs/perf-notes.md): for K <= 128 a new state kernel, "lane owns a column"
 // (kernel 2b below): version 4's state kernel spent its slice time in three block barriers and
 // cross-warp shared-memory sums per token, not in the copy, so 8 warps per 16 KiB slice left DRAM
@@ -25,7 +25,14 @@
 // per warp, all in flight before the first use) are issued before griddepcontrol.wait, so with
 // Programmatic Dependent Launch (kDecodePdl) they overlap the front end's last wave. K = 256 keeps
 // version 4's block kernel (256 state registers per lane would not fit).
-//   1 front end, grid (2H + HV, B), one thread per channel: each q, k or v channel is
+// Version 7, this one (0.090 ms at that shape against version 5's 0.095 in the same run, bf16
+// pool 0.066 against 0.074; runs 32-33): version 5 with a front end that takes 4 batch rows per
+// block at T = 1 when one row per block would need more than two waves of blocks (at B = 64:
+// 1536 blocks instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). The same
+// operations per row: q, k, v and the gates are the same bits. Version 6 (the front end inside
+// the state kernel) was measured slower and not kept.
+//   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
+//     one thread per channel: each q, k or v channel is
 //     convolved once per launch (not once per column block), its conv cache rolled in place by
 //     its only reader and writer (no counter), q and k normalised with a block sum of squares per
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
@@ -125,19 +132,28 @@ unsigned decode_fe_threads(const GdnShape& s) {
   return unsigned((d + 31) / 32 * 32);
 }
 
-// Kernel 1, grid (2H + HV, B), decode_fe_threads threads: block x < H convolves q head x, x < 2H
-// k head x - H, else v head x - 2H; thread = channel. The conv cache of a channel has this one
-// reader and writer, so it is rolled in place. q and k rows are normalised here (block sums of
-// squares per token); the v blocks' first T threads compute the gates.
-template <typename T>
+// Kernel 1, grid (2H + HV, ceil(B / kRows)), decode_fe_threads threads: block x < H convolves q
+// head x, x < 2H k head x - H, else v head x - 2H, for the kRows batch rows b = kRows y ...; thread =
+// channel. The conv cache of a (slot, channel) has this one reader and writer, so it is rolled in
+// place. q and k rows are normalised here (block sums of squares per token); the v blocks' first
+// T threads compute the gates. kRows > 1 (T = 1, the serving case): every row's loads are issued
+// before the first is used, so a block pays the slot and cache round trips once for kRows rows,
+// and the grid is kRows times fewer blocks (at B = 64, H = HV = 32: 1536 instead of 6144, about
+// one wave instead of ~4.7 at 10 blocks per SM). Per row, the operations and their order are the
+// kRows = 1 kernel's, so q, k, v and the gates are the same bits.
+template <int kRows>
+constexpr int kFeTokens = kRows == 1 ? int(kDecodeMaxTokens) : 1;  // tokens a thread holds per row
+
+template <typename T, int kRows>
 __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe) {
   constexpr int kMaxWarps = kFeMaxThreads / 32;
-  __shared__ float ss_s[kDecodeMaxTokens][kMaxWarps];
+  constexpr int kTok = kFeTokens<kRows>;
+  __shared__ float ss_s[kRows][kTok][kMaxWarps];
   const GdnShape s = p.shape;
   const DecodeFeLayout lay(s);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = int(blockDim.x) / 32, nt = int(s.T);
   const int H = int(s.H), head_block = int(blockIdx.x);
-  const int b = int(blockIdx.y);
+  const int b0 = int(blockIdx.y) * kRows, B = int(s.B);
   const int tensor = head_block < H ? kFeQ : head_block < 2 * H ? kFeK : kFeV;
   const int head = tensor == kFeV ? head_block - 2 * H : head_block - tensor * H;
   const int D = int(tensor == kFeV ? s.V : s.K);
@@ -151,55 +167,84 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
   // taps, bias, the gate inputs) is requested while the first is in flight. The v blocks' gates
   // are stored first: their loads share the slot's round trip (and keeping them in registers to
   // the end would cost 4 registers, one resident block per SM).
-  const int64_t slot = p.slots[b];
-  float* row = fe + int64_t(b) * nt * lay.row;
+  int64_t slot[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) slot[r] = b0 + r < B ? p.slots[b0 + r] : 0;
   if (tensor == kFeV && tid < nt) {
-    const int64_t gi = (int64_t(b) * nt + tid) * s.HV + head;
-    float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * head;
-    gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[head], p.dt_bias[head]));
-    gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      if (b0 + r >= B) break;
+      const int64_t gi = (int64_t(b0 + r) * nt + tid) * s.HV + head;
+      float* gates = fe + (int64_t(b0 + r) * nt + tid) * lay.row + 2 * lay.qk + lay.v + 2 * head;
+      gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[head], p.dt_bias[head]));
+      gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+    }
   }
-  float y[kDecodeMaxTokens];
+  float y[kRows][kTok];
   if (ok) {
-    const T* x = static_cast<const T*>(p.x[tensor]) + int64_t(b) * nt * channels + ch;
     const T* bias = static_cast<const T*>(p.conv_bias[tensor]);
-    ConvChannel conv;
-    conv.load<T>(static_cast<const T*>(p.conv_w[tensor]) + ch * kConvWidth, bias ? bias + ch : nullptr,
+    ConvChannel taps;
+    taps.load<T>(static_cast<const T*>(p.conv_w[tensor]) + ch * kConvWidth, bias ? bias + ch : nullptr,
                  static_cast<const T*>(nullptr));
-    float xs[kDecodeMaxTokens];
+    float xs[kRows][kTok];
 #pragma unroll
-    for (int t = 0; t < kDecodeMaxTokens; ++t) xs[t] = t < nt ? to_float(x[t * channels]) : 0.0f;
-    T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
-    conv.load_cache<T>(cache);
+    for (int r = 0; r < kRows; ++r) {
+      const T* x = static_cast<const T*>(p.x[tensor]) + int64_t(b0 + r) * nt * channels + ch;
 #pragma unroll
-    for (int t = 0; t < kDecodeMaxTokens; ++t) y[t] = t < nt ? fe_silu(conv.step(xs[t])) : 0.0f;
-    conv.store_cache(cache);
+      for (int t = 0; t < kTok; ++t) xs[r][t] = (t < nt && b0 + r < B) ? to_float(x[t * channels]) : 0.0f;
+    }
+    ConvChannel conv[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      conv[r] = taps;
+      if (b0 + r < B) conv[r].load_cache(static_cast<T*>(p.cache_out[tensor]) + (slot[r] * channels + ch) * kConvCache);
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int t = 0; t < kTok; ++t) y[r][t] = t < nt ? fe_silu(conv[r].step(xs[r][t])) : 0.0f;
+      if (b0 + r < B) conv[r].store_cache(static_cast<T*>(p.cache_out[tensor]) + (slot[r] * channels + ch) * kConvCache);
+    }
   } else {
 #pragma unroll
-    for (int t = 0; t < kDecodeMaxTokens; ++t) y[t] = 0.0f;
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int t = 0; t < kTok; ++t) y[r][t] = 0.0f;
   }
   if (tensor == kFeV) {
     if (ok)
-      for (int t = 0; t < nt; ++t) row[t * lay.row + 2 * lay.qk + ch] = y[t];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+        if (b0 + r >= B) break;
+        float* row = fe + int64_t(b0 + r) * nt * lay.row;
+        for (int t = 0; t < nt; ++t) row[t * lay.row + 2 * lay.qk + ch] = y[r][t];
+      }
     return;
   }
   // q or k: 1 / ||row|| per token from the block's sum of squares, the warps summed in order (as
   // in version 3, whose extra warps added zeros: the same bits).
 #pragma unroll
-  for (int t = 0; t < kDecodeMaxTokens; ++t) {
-    if (t < nt) {
-      const float ss = group_sum<32>(y[t] * y[t]);
-      if (lane == 0) ss_s[t][warp] = ss;
+  for (int r = 0; r < kRows; ++r)
+#pragma unroll
+    for (int t = 0; t < kTok; ++t) {
+      if (t < nt) {
+        const float ss = group_sum<32>(y[r][t] * y[r][t]);
+        if (lane == 0) ss_s[r][t][warp] = ss;
+      }
     }
-  }
   __syncthreads();
   if (!ok) return;
-  for (int t = 0; t < nt; ++t) {
-    float ss = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kMaxWarps; ++w)
-      if (w < warps) ss += ss_s[t][w];
-    row[t * lay.row + (tensor == kFeK ? lay.qk : 0) + ch] = y[t] * fe_inv_l2(ss, p.l2_eps);
+  for (int r = 0; r < kRows; ++r) {
+    if (b0 + r >= B) break;
+    float* row = fe + int64_t(b0 + r) * nt * lay.row;
+    for (int t = 0; t < nt; ++t) {
+      float ss = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kMaxWarps; ++w)
+        if (w < warps) ss += ss_s[r][t][w];
+      row[t * lay.row + (tensor == kFeK ? lay.qk : 0) + ch] = y[r][t] * fe_inv_l2(ss, p.l2_eps);
+    }
   }
 }
 
@@ -423,10 +468,38 @@ int64_t decode_static_smem(Kernel kernel) {
   return -1;
 }
 
+// Batch rows per front-end block at T = 1 (kernel 1's kRows); T > 1 takes one row per block.
+constexpr int kFeRowsT1 = 4;
+
+// Whether kernel 1 takes kFeRowsT1 batch rows per block: at T = 1, when one row per block would
+// need more than two waves of blocks. Below that the one-row grid's blocks all run at once and
+// each does a quarter of the work (measured on the H200, run 32: at B = 8, H = HV = 32, four rows
+// per block were 8% slower, at B = 64 5-10% faster).
+template <typename T>
+cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
+  rows = false;
+  if (p.shape.T != 1) return cudaSuccess;
+  int device = 0, sms = 0, per_sm = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_frontend_kernel<T, 1>,
+                                                                          int(decode_fe_threads(p.shape)), 0))
+    return e;
+  rows = (2 * p.shape.H + p.shape.HV) * p.shape.B > 2 * int64_t(sms) * per_sm;
+  return cudaSuccess;
+}
+
 template <typename T>
 cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  const dim3 fe_grid(unsigned(2 * p.shape.H + p.shape.HV), unsigned(p.shape.B));
-  gdn_decode_frontend_kernel<T><<<fe_grid, decode_fe_threads(p.shape), 0, stream>>>(p, fe);
+  const unsigned heads = unsigned(2 * p.shape.H + p.shape.HV), threads = decode_fe_threads(p.shape);
+  bool rows = false;
+  if (const cudaError_t e = decode_fe_takes_rows<T>(p, rows)) return e;
+  if (rows) {
+    const dim3 fe_grid(heads, unsigned((p.shape.B + kFeRowsT1 - 1) / kFeRowsT1));
+    gdn_decode_frontend_kernel<T, kFeRowsT1><<<fe_grid, threads, 0, stream>>>(p, fe);
+  } else {
+    gdn_decode_frontend_kernel<T, 1><<<dim3(heads, unsigned(p.shape.B)), threads, 0, stream>>>(p, fe);
+  }
   return cudaGetLastError();
 }
 
@@ -514,6 +587,23 @@ const char* gdn_decode_shape_unsupported(const GdnShape& s) {
 
 size_t gdn_decode_workspace_bytes(const GdnShape& s) {
   return size_t(s.B * s.T) * size_t(DecodeFeLayout(s).row) * sizeof(float);
+}
+
+int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
+  GdnFrontEndParams p;
+  p.shape = shape;
+  bool rows = false;
+  cudaError_t e = cudaSuccess;
+  switch (dtype) {
+    case DType::f32: e = decode_fe_takes_rows<float>(p, rows); break;
+    case DType::bf16: e = decode_fe_takes_rows<__nv_bfloat16>(p, rows); break;
+    case DType::f16: e = decode_fe_takes_rows<__half>(p, rows); break;
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return rows ? kFeRowsT1 : 1;
 }
 
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {

@@ -89,3 +89,7 @@ const char* gdn_decode_shape_unsupported(const GdnShape& shape);
 // (kernels/decode.cu); no initial contents needed.
 size_t gdn_decode_workspace_bytes(const GdnShape& shape);
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
+// Batch rows per block of fused_decode's front-end kernel for this problem on the current
+// device (1, or 4 at T = 1 when one row per block would take more than two waves), or -1 when
+// the device query fails; for tests that must reach both shapes of that kernel.
+int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype);

@@ -223,6 +223,23 @@ TEST_CASE("fused_decode at serving batch sizes through a shuffled slot pool on t
   check_row(verify_on_gpu("fused_decode", p));
 }
 
+// The front-end kernel's several-rows-per-block shape (T = 1, large B x heads), with a last block
+// of 3 rows (B = 515), in every dtype; the smaller batches above take one row per block.
+TEST_CASE("fused_decode's front end with several batch rows per block matches the float64 reference",
+          "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+#ifdef GDNBENCH_HAVE_CUDA
+  const DType dt = GENERATE(DType::bf16, DType::f16, DType::f32);
+  const GdnShape shape{515, 1, 4, 8, 128, 128};
+  REQUIRE(gdn_decode_frontend_rows_per_block(shape, dt) > 1);
+  CHECK(gdn_decode_frontend_rows_per_block(GdnShape{8, 1, 4, 8, 128, 128}, dt) == 1);
+  CHECK(gdn_decode_frontend_rows_per_block(GdnShape{515, 2, 4, 8, 128, 128}, dt) == 1);
+  Problem p = frontend_problem(shape, dt, true);
+  INFO("seed " << p.seed << " dtype " << dtype_name(dt));
+  check_row(verify_on_gpu("fused_decode", p));
+#endif
+}
+
 #ifdef GDNBENCH_HAVE_CUDA
 namespace {
 
