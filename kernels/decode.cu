@@ -28,8 +28,8 @@
 // Version 7, this one (0.090 ms at that shape against version 5's 0.095 in the same run, bf16
 // pool 0.066 against 0.074; runs 32-33): version 5 with a front end that takes 4 batch rows per
 // block at T = 1 when one row per block would need more than two waves of blocks (at B = 64:
-// 1536 blocks instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). The same
-// operations per row: q, k, v and the gates are the same bits. Version 6 (the front end inside
+// 1536 blocks instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the
+// same operations in the same order, so q, k, v and the gates are version 5's by construction. Version 6 (the front end inside
 // the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is
@@ -140,7 +140,7 @@ unsigned decode_fe_threads(const GdnShape& s) {
 // before the first is used, so a block pays the slot and cache round trips once for kRows rows,
 // and the grid is kRows times fewer blocks (at B = 64, H = HV = 32: 1536 instead of 6144, about
 // one wave instead of ~4.7 at 10 blocks per SM). Per row, the operations and their order are the
-// kRows = 1 kernel's, so q, k, v and the gates are the same bits.
+// kRows = 1 kernel's in the same order.
 template <int kRows>
 constexpr int kFeTokens = kRows == 1 ? int(kDecodeMaxTokens) : 1;  // tokens a thread holds per row
 
