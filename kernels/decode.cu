@@ -29,11 +29,11 @@
 // pool 0.066 against 0.074; runs 32-33): version 5 with a front end that takes 4 batch rows per
 // block at T = 1 when one row per block would need more than two waves of blocks (at B = 64:
 // 1536 blocks instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the
-// same operations in the same order, so q, k, v and the gates are version 5's by construction. Version 6 (the front end inside
-// the state kernel) was measured slower and not kept.
+// same operations in the same order, so q, k, v and the gates are version 5's by construction.
+// Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
-//     one thread per channel: each q, k or v channel is
-//     convolved once per launch (not once per column block), its conv cache rolled in place by
+//     one thread per channel: each q, k or v channel is convolved once per launch (not once
+//     per column block), its conv cache rolled in place by
 //     its only reader and writer (no counter), q and k normalised with a block sum of squares per
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
 //     the gates: ~49 KiB per (b, t) at H = HV = 32, K = V = 128) go to the workspace and stay in
