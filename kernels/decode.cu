@@ -60,6 +60,7 @@
 // to a bf16 pool (fused_decode_bf16state), once per launch, not per token.
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -140,7 +141,7 @@ unsigned decode_fe_threads(const GdnShape& s) {
 // before the first is used, so a block pays the slot and cache round trips once for kRows rows,
 // and the grid is kRows times fewer blocks (at B = 64, H = HV = 32: 1536 instead of 6144, about
 // one wave instead of ~4.7 at 10 blocks per SM). Per row, the operations and their order are the
-// kRows = 1 kernel's in the same order.
+// kRows = 1 kernel's.
 template <int kRows>
 constexpr int kFeTokens = kRows == 1 ? int(kDecodeMaxTokens) : 1;  // tokens a thread holds per row
 
@@ -193,17 +194,19 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
 #pragma unroll
       for (int t = 0; t < kTok; ++t) xs[r][t] = (t < nt && b0 + r < B) ? to_float(x[t * channels]) : 0.0f;
     }
+    // This channel's conv cache in row r's slot of the pool.
+    auto cache_of = [&](int r) { return static_cast<T*>(p.cache_out[tensor]) + (slot[r] * channels + ch) * kConvCache; };
     ConvChannel conv[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       conv[r] = taps;
-      if (b0 + r < B) conv[r].load_cache(static_cast<T*>(p.cache_out[tensor]) + (slot[r] * channels + ch) * kConvCache);
+      if (b0 + r < B) conv[r].load_cache(cache_of(r));
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
       for (int t = 0; t < kTok; ++t) y[r][t] = t < nt ? fe_silu(conv[r].step(xs[r][t])) : 0.0f;
-      if (b0 + r < B) conv[r].store_cache(static_cast<T*>(p.cache_out[tensor]) + (slot[r] * channels + ch) * kConvCache);
+      if (b0 + r < B) conv[r].store_cache(cache_of(r));
     }
   } else {
 #pragma unroll
@@ -475,17 +478,31 @@ constexpr int kFeRowsT1 = 4;
 // need more than two waves of blocks. Below that the one-row grid's blocks all run at once and
 // each does a quarter of the work (measured on the H200, run 32: at B = 8, H = HV = 32, four rows
 // per block were 8% slower, at B = 64 5-10% faster).
+// The answer depends only on the device and the block size, so it is asked once per (device,
+// block size) and kept: a decode step is launched once per token, and the two queries would
+// otherwise sit on its launch path every time.
 template <typename T>
 cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
   rows = false;
   if (p.shape.T != 1) return cudaSuccess;
-  int device = 0, sms = 0, per_sm = 0;
+  constexpr int kMaxDevices = 64, kSizes = kFeMaxThreads / 32;
+  static std::atomic<int64_t> resident_cache[kMaxDevices][kSizes];  // 0: not asked yet
+  int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device)) return e;
-  if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
-  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_frontend_kernel<T, 1>,
-                                                                          int(decode_fe_threads(p.shape)), 0))
-    return e;
-  rows = (2 * p.shape.H + p.shape.HV) * p.shape.B > 2 * int64_t(sms) * per_sm;
+  const int threads = int(decode_fe_threads(p.shape));
+  std::atomic<int64_t>* cached =
+      device >= 0 && device < kMaxDevices ? &resident_cache[device][threads / 32 - 1] : nullptr;
+  int64_t resident = cached ? cached->load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    int sms = 0, per_sm = 0;
+    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+    if (const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_frontend_kernel<T, 1>, threads, 0))
+      return e;
+    resident = int64_t(sms) * per_sm;
+    if (cached) cached->store(resident, std::memory_order_relaxed);
+  }
+  rows = (2 * p.shape.H + p.shape.HV) * p.shape.B > 2 * resident;
   return cudaSuccess;
 }
 
