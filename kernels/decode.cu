@@ -60,6 +60,7 @@
 // to a bf16 pool (fused_decode_bf16state), once per launch, not per token.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <type_traits>
@@ -342,6 +343,52 @@ gdn_decode_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
+// The tokens of one state column (lane-local, versions 5 and 8): S holds column j's kK rows
+// (rows past K zero), qk_s[t] token t's q and k rows (zero past K), v_t[t * v_stride] its v_j,
+// gates_s[t] its alpha = exp(g) and beta; o[t * o_stride] receives o_j of token t. Sums in the
+// grouping of version 4's step (8 partials of kK / 8 rows, then those in order), its expressions
+// for u, o and the update: the same float32 operations in every kernel that calls this.
+template <typename T, int kK>
+__device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (*qk_s)[2][kK], const float* v_t,
+                                                   int v_stride, const float (*gates_s)[2], int nt, bool col_ok,
+                                                   T* o, int64_t o_stride, const GdnFrontEndParams& p) {
+  constexpr int kGroups = 8, kGroupRows = kK / kGroups;
+  for (int t = 0; t < nt; ++t) {
+    const float* kr = qk_s[t][kFeK];
+    const float* qr = qk_s[t][kFeQ];
+    float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      float ps = 0.0f, pq = 0.0f, kq = 0.0f;
+#pragma unroll
+      for (int n = 0; n < kGroupRows; ++n) {
+        const int i = g * kGroupRows + n;
+        ps += S[i] * kr[i];
+        pq += S[i] * qr[i];
+        kq += kr[i] * qr[i];
+      }
+      PS += ps;
+      PQ += pq;
+      KQ += kq;
+    }
+    const float alpha = gates_s[t][0];
+    const float vj = v_t[t * v_stride];
+    const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
+    if (col_ok) o[int64_t(t) * o_stride] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
+    // k is read from shared memory again for the update (volatile loads, which ptxas does not
+    // merge with the ones of the sums): kept from the sums, its kK values would live next to the
+    // kK of S (2 kK registers, spilled at the cap).
+#pragma unroll
+    for (int i = 0; i < kK; i += 4) {
+      const float4 k4 = dec_lds_volatile_v4(kr + i);
+      S[i] = alpha * S[i] + k4.x * u;
+      S[i + 1] = alpha * S[i + 1] + k4.y * u;
+      S[i + 2] = alpha * S[i + 2] + k4.z * u;
+      S[i + 3] = alpha * S[i + 3] + k4.w * u;
+    }
+  }
+}
+
 // Version 5's state update for K <= 128: one warp per slice (b, hv, 32 value columns), lane j
 // owning column j0 + j with all kK rows of it in registers, so S^T k, S^T q and the update are
 // lane-local: no shuffles, no shared-memory sums, no barrier after the one that publishes the
@@ -360,7 +407,6 @@ constexpr int kLaneMinBlocks = kK <= 64 ? 4 : 3;
 template <typename T, typename St, int kK, bool kFull>
 __global__ void __launch_bounds__(kLaneMaxWarps * 32, kLaneMinBlocks<kK>)
 gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
-  constexpr int kGroups = 8, kGroupRows = kK / kGroups;
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][kK];
   __shared__ float v_s[kLaneMaxWarps][kDecodeMaxTokens][32];
   __shared__ float gates_s[kDecodeMaxTokens][2];  // alpha = exp(g), beta
@@ -415,40 +461,7 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   if (j0 >= V) return;  // a warp past the last column group (V not a multiple of 32 W)
 
   T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
-  for (int t = 0; t < nt; ++t) {
-    const float* kr = qk_s[t][kFeK];
-    const float* qr = qk_s[t][kFeQ];
-    float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-      float ps = 0.0f, pq = 0.0f, kq = 0.0f;
-#pragma unroll
-      for (int n = 0; n < kGroupRows; ++n) {
-        const int i = g * kGroupRows + n;
-        ps += S[i] * kr[i];
-        pq += S[i] * qr[i];
-        kq += kr[i] * qr[i];
-      }
-      PS += ps;
-      PQ += pq;
-      KQ += kq;
-    }
-    const float alpha = gates_s[t][0];
-    const float vj = v_s[warp][t][lane];
-    const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
-    if (col_ok) o[int64_t(t) * HV * V] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
-    // k is read from shared memory again for the update (volatile loads, which ptxas does not
-    // merge with the ones of the sums): kept from the sums, its kK values would live next to the
-    // kK of S (2 kK registers, spilled at the cap).
-#pragma unroll
-    for (int i = 0; i < kK; i += 4) {
-      const float4 k4 = dec_lds_volatile_v4(kr + i);
-      S[i] = alpha * S[i] + k4.x * u;
-      S[i + 1] = alpha * S[i + 1] + k4.y * u;
-      S[i + 2] = alpha * S[i + 2] + k4.z * u;
-      S[i + 3] = alpha * S[i + 3] + k4.w * u;
-    }
-  }
+  decode_lane_tokens<T, kK>(S, qk_s, &v_s[warp][0][lane], 32, gates_s, nt, col_ok, o, int64_t(HV) * V, p);
   if (!col_ok) return;
   Raw* const dst = reinterpret_cast<Raw*>(static_cast<St*>(p.state) + slice);
 #pragma unroll
@@ -458,6 +471,161 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
         dst[i * V] = S[i];
       else
         dst[i * V] = __bfloat16_as_ushort(__float2bfloat16_rn(S[i]));
+    }
+  }
+}
+
+// Version 8's state update for K, V <= 128 with many slices (B x HV, at least
+// kDecodeStreamMinUnitsPerSm per SM): one persistent block of 128 threads per SM walks the slices
+// (units b x HV + hv, block i taking i, i + grid, ...), each slice's K x V state (contiguous in
+// the pool, 64 KiB at K = V = 128 with a float32 pool) copied into shared memory by one bulk copy
+// (cp.async.bulk, completion on an mbarrier) `stages` slices ahead. Thread j owns column j: it
+// moves the column into registers, frees the buffer (the next bulk copy into it starts), runs
+// the tokens as version 5 does (decode_lane_tokens: the same float32 operations) and stores the
+// column from registers. The state stream has no gaps: while a slice is computed and stored the
+// next stages - 1 are in flight (128 KiB per SM at stages = 3), where version 5's blocks load,
+// then compute, then store, and its grid ends in a partial wave. The first `stages` copies are
+// issued before griddepcontrol.wait, while the front end runs. The front end's rows of the next
+// slice come by 4-byte cp.async into the second of two buffers while the current one is used.
+constexpr int kStreamThreads = 128;
+constexpr int kStreamMaxStages = 6;
+constexpr int kStreamStateSmem = 192 * 1024;  // shared memory for the state stages
+constexpr int kStreamK = 128;                 // registers per column (rows past K are zero)
+
+// Slices per SM from which version 8 takes over (units = B x HV >= this x SMs); below it version
+// 5's one-slice blocks. Build with -DGDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM=0 to take version 8
+// wherever it can run (the comparison of runs 35-36 in docs/perf-notes.md).
+#ifndef GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM
+#define GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM 4
+#endif
+constexpr int kDecodeStreamMinUnitsPerSm = GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM;
+
+struct DecodeStreamFe {  // the front end's rows of one slice, every token
+  float qk[kDecodeMaxTokens][2][kStreamK];
+  float v[kDecodeMaxTokens][kStreamThreads];
+  float gates[kDecodeMaxTokens][2];  // alpha = exp(g), beta
+};
+
+__device__ __forceinline__ uint32_t dec_smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void dec_cp_async_4(void* smem, const void* gmem) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dec_smem_addr(smem)), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void dec_mbarrier_init(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(dec_smem_addr(bar)) : "memory");
+}
+// `bytes` from global to shared memory by the bulk-copy engine; `bar` completes when they land.
+__device__ __forceinline__ void dec_bulk_load(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(dec_smem_addr(bar)), "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   dec_smem_addr(smem)),
+               "l"(gmem), "r"(bytes), "r"(dec_smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void dec_mbarrier_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred P;\n mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\n selp.u32 %0, 1, 0, P;\n}\n"
+        : "=r"(done)
+        : "r"(dec_smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+template <typename T, typename St, bool kFull>
+__global__ void __launch_bounds__(kStreamThreads, 1)
+gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages) {
+  constexpr int kK = kStreamK;
+  extern __shared__ __align__(128) unsigned char state_s[];  // [stages][K x V] of St
+  __shared__ __align__(16) DecodeStreamFe fe_s[2];
+  __shared__ __align__(8) uint64_t full[kStreamMaxStages];
+
+  const GdnShape s = p.shape;
+  const DecodeFeLayout lay(s);
+  const int tid = threadIdx.x, K = int(s.K), V = int(s.V), nt = int(s.T);
+  const int j = tid < V ? tid : V - 1;  // threads past V compute on column V - 1 and store nothing
+  const bool col_ok = tid < V;
+  const int64_t HV = s.HV, group = s.HV / s.H, units = s.B * HV, slice = int64_t(K) * V;
+  const uint32_t slice_bytes = uint32_t(slice * int64_t(sizeof(St)));
+  const int64_t first = blockIdx.x, stride = gridDim.x;
+  const int count = first < units ? int((units - 1 - first) / stride + 1) : 0;  // this block's slices
+  St* const pool = static_cast<St*>(p.state);
+  auto slot_of = [&](int n) { return int64_t(p.slots[(first + n * stride) / HV]); };
+  auto buffer = [&](int n) { return state_s + size_t(n % stages) * slice_bytes; };
+  auto state_at = [&](int n, int64_t slot) { return pool + (slot * HV + (first + n * stride) % HV) * slice; };
+
+  if (tid == 0) {
+    for (int i = 0; i < stages; ++i) dec_mbarrier_init(&full[i]);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if constexpr (!kFull) {  // q and k rows past K stay zero: the copies never write them
+    for (int x = tid; x < 2 * int(kDecodeMaxTokens) * 2 * (kK - K); x += kStreamThreads) {
+      const int i = K + x % (kK - K), rest = x / (kK - K);
+      fe_s[rest / (2 * int(kDecodeMaxTokens))].qk[rest / 2 % int(kDecodeMaxTokens)][rest % 2][i] = 0.0f;
+    }
+  }
+  __syncthreads();
+  // The slots and the state do not depend on the front end: the first copies go out now.
+  if (tid == 0)
+    for (int n = 0; n < stages && n < count; ++n) dec_bulk_load(buffer(n), state_at(n, slot_of(n)), slice_bytes, &full[n]);
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the front end's rows
+
+  // Slice n's rows of every token into fe_s[n % 2]: q and k of head h, v and the gates of hv.
+  const int per_token = 2 * K + V + 2;
+  auto copy_fe = [&](int n) {
+    const int64_t unit = first + n * stride, b = unit / HV, hv = unit % HV, h = hv / group;
+    DecodeStreamFe& d = fe_s[n % 2];
+    for (int x = tid; x < nt * per_token; x += kStreamThreads) {
+      const int t = x / per_token, e = x % per_token;
+      const float* row = fe + (b * nt + t) * lay.row;
+      if (e < 2 * K)
+        dec_cp_async_4(&d.qk[t][e / K][e % K], row + (e / K) * lay.qk + h * K + e % K);
+      else if (e < 2 * K + V)
+        dec_cp_async_4(&d.v[t][e - 2 * K], row + 2 * lay.qk + hv * V + (e - 2 * K));
+      else
+        dec_cp_async_4(&d.gates[t][e - 2 * K - V], row + 2 * lay.qk + lay.v + 2 * hv + (e - 2 * K - V));
+    }
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  };
+  if (count > 0) copy_fe(0);
+
+  for (int n = 0; n < count; ++n) {
+    const int64_t slot = slot_of(n);  // for the stores; the refill's slot is asked early too
+    const int64_t refill_slot = tid == 0 && n + stages < count ? slot_of(n + stages) : 0;
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    __syncthreads();  // slice n's rows are in fe_s[n % 2]; every thread is done with slice n - 1's
+    if (n + 1 < count) copy_fe(n + 1);
+    dec_mbarrier_wait(&full[n % stages], uint32_t(n / stages) & 1u);
+    const St* const in = reinterpret_cast<const St*>(buffer(n));
+    float S[kK];
+#pragma unroll
+    for (int i = 0; i < kK; ++i) {
+      if constexpr (sizeof(St) == 4)
+        S[i] = (kFull || i < K) ? in[i * V + j] : 0.0f;
+      else
+        S[i] = (kFull || i < K) ? __bfloat162float(in[i * V + j]) : 0.0f;
+    }
+    __syncthreads();  // the buffer is in registers: it takes slice n + stages
+    if (tid == 0 && n + stages < count) dec_bulk_load(buffer(n), state_at(n + stages, refill_slot), slice_bytes, &full[n % stages]);
+
+    const int64_t unit = first + n * stride, b = unit / HV, hv = unit % HV;
+    const DecodeStreamFe& d = fe_s[n % 2];
+    T* o = static_cast<T*>(p.o) + (b * nt * HV + hv) * V + j;
+    decode_lane_tokens<T, kK>(S, d.qk, &d.v[0][j], kStreamThreads, d.gates, nt, col_ok, o, HV * V, p);
+    if (col_ok) {
+      St* const out = state_at(n, slot) + j;
+#pragma unroll
+      for (int i = 0; i < kK; ++i) {
+        if (kFull || i < K) {
+          if constexpr (sizeof(St) == 4)
+            out[i * V] = S[i];
+          else
+            out[i * V] = __float2bfloat16_rn(S[i]);
+        }
+      }
     }
   }
 }
@@ -546,9 +714,32 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, float* fe, const dim
   return cudaGetLastError();
 }
 
-// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel, with the programmatic
-// stream serialisation attribute under kDecodePdl. Should the runtime refuse that launch, the
-// plain one follows: the front end has run, so the state update must too.
+// Launches the state kernel after the front end, with the programmatic stream serialisation
+// attribute under kDecodePdl (its blocks may start while the front end runs: they wait with
+// griddepcontrol.wait before reading its rows). Should the runtime refuse that launch, the plain
+// one follows: the front end has run, so the state update must too.
+template <typename... Args>
+cudaError_t launch_after_front_end(void (*kernel)(Args...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                   Args... args) {
+  if constexpr (kDecodePdl) {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelEx(&cfg, kernel, args...) == cudaSuccess) return cudaSuccess;
+    (void)cudaGetLastError();
+  }
+  kernel<<<grid, block, smem, stream>>>(args...);
+  return cudaGetLastError();
+}
+
+// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel.
 template <typename T, typename St, int kK>
 cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   const int64_t groups = (p.shape.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
@@ -558,28 +749,74 @@ cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
   auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true> : gdn_decode_lane_kernel<T, St, kK, false>;
-  if constexpr (kDecodePdl) {
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid;
-    cfg.blockDim = block;
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    if (cudaLaunchKernelEx(&cfg, kernel, p, rows) == cudaSuccess) return cudaSuccess;
-    (void)cudaGetLastError();
+  return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
+}
+
+// SMs of the current device, asked once per device.
+cudaError_t decode_device_sms(int& sms) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> sms_cache[kMaxDevices];  // 0: not asked yet
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  sms = device >= 0 && device < kMaxDevices ? sms_cache[device].load(std::memory_order_relaxed) : 0;
+  if (sms > 0) return cudaSuccess;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+  if (device >= 0 && device < kMaxDevices) sms_cache[device].store(sms, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// Version 8's plan for a problem: stages of the state stream and persistent blocks, or stages = 0
+// where version 8 does not take it (K or V past 128, a slice not a whole number of 16-byte
+// copies, a pool not 16-byte aligned, fewer than kDecodeStreamMinUnitsPerSm slices per SM).
+struct DecodeStreamPlan {
+  int stages = 0, blocks = 0;
+  size_t smem = 0;
+};
+cudaError_t decode_stream_plan(const GdnShape& s, bool state_bf16, const void* pool, DecodeStreamPlan& plan) {
+  plan = DecodeStreamPlan{};
+  const int64_t slice_bytes = s.K * s.V * (state_bf16 ? 2 : 4), units = s.B * s.HV;
+  if (s.K > kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
+  if (reinterpret_cast<uintptr_t>(pool) % 16 != 0) return cudaSuccess;
+  int sms = 0;
+  if (const cudaError_t e = decode_device_sms(sms)) return e;
+  if (units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
+  const int64_t stages = std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes);
+  if (stages < 2) return cudaSuccess;
+  plan.stages = int(stages);
+  plan.blocks = int(std::min<int64_t>(units, sms));
+  plan.smem = size_t(stages * slice_bytes);
+  return cudaSuccess;
+}
+
+// Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream.
+template <typename T, typename St>
+cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStreamPlan& plan,
+                                 cudaStream_t stream) {
+  auto kernel = p.shape.K == kStreamK ? gdn_decode_stream_kernel<T, St, true> : gdn_decode_stream_kernel<T, St, false>;
+  // The opt-in to kStreamStateSmem of dynamic shared memory, once per device and kernel.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<bool> opted_in[2][kMaxDevices];
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  std::atomic<bool>* opted = device >= 0 && device < kMaxDevices ? &opted_in[p.shape.K == kStreamK][device] : nullptr;
+  if (!opted || !opted->load(std::memory_order_relaxed)) {
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStreamStateSmem))
+      return e;
+    if (opted) opted->store(true, std::memory_order_relaxed);
   }
-  kernel<<<grid, block, 0, stream>>>(p, rows);
-  return cudaGetLastError();
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
+  const float* rows = fe;
+  return launch_after_front_end(kernel, dim3(unsigned(plan.blocks)), dim3(kStreamThreads), plan.smem, stream, p, rows,
+                                plan.stages);
 }
 
 template <typename T, typename St>
 cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
   const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
+  DecodeStreamPlan plan;
+  if (const cudaError_t e = decode_stream_plan(p.shape, sizeof(St) == 2, p.state, plan)) return e;
+  if (plan.stages > 0) return launch_decode_stream<T, St>(p, fe, plan, stream);
   if (p.shape.K <= 64) return launch_decode_lane<T, St, 64>(p, fe, stream);
   if (p.shape.K <= 128) return launch_decode_lane<T, St, 128>(p, fe, stream);
   return launch_decode_shape<T, St, 16, 16>(p, fe, grid, stream);
@@ -621,6 +858,15 @@ int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
     return -1;
   }
   return rows ? kFeRowsT1 : 1;
+}
+
+bool gdn_decode_streams_state(const GdnShape& shape, bool state_bf16) {
+  DecodeStreamPlan plan;
+  if (decode_stream_plan(shape, state_bf16, nullptr, plan) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return plan.stages > 0;
 }
 
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {

@@ -240,6 +240,29 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 #endif
 }
 
+// Version 8's persistent state stream: B x HV slices past kDecodeStreamMinUnitsPerSm per SM (here
+// 1200, several rounds of every block's stages), float32 and bf16 pools, K = 128 and a K < 128
+// with V not a multiple of 32, one token and several; a small batch keeps one block per slice.
+TEST_CASE("fused_decode's streaming state kernel matches the float64 reference", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+#ifdef GDNBENCH_HAVE_CUDA
+  static const int64_t kKV[][2] = {{128, 128}, {100, 72}, {64, 128}};
+  const char* variant = GENERATE("fused_decode", "fused_decode_bf16state");
+  const bool bf16_pool = std::strcmp(variant, "fused_decode_bf16state") == 0;
+  const DType dt = GENERATE(DType::bf16, DType::f32);
+  const int64_t T = GENERATE(1, 3);
+  const int kvi = GENERATE(range(0, 3));
+  const GdnShape shape{300, T, 2, 4, kKV[kvi][0], kKV[kvi][1]};
+  REQUIRE(gdn_decode_streams_state(shape, bf16_pool));
+  CHECK_FALSE(gdn_decode_streams_state(GdnShape{3, T, 2, 4, kKV[kvi][0], kKV[kvi][1]}, bf16_pool));
+  CHECK_FALSE(gdn_decode_streams_state(GdnShape{300, T, 2, 4, 256, 128}, bf16_pool));
+  const Problem p = frontend_problem(shape, dt, T == 1 || kvi == 1);
+  INFO("seed " << p.seed << " " << variant << " " << dtype_name(dt) << " T " << T << " K " << shape.K << " V "
+                << shape.V);
+  check_row(verify_on_gpu(variant, p));
+#endif
+}
+
 #ifdef GDNBENCH_HAVE_CUDA
 namespace {
 
