@@ -475,6 +475,136 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
+// The split-column state update for K <= 128 (kernel 2c): a warp takes kCols columns (32 bytes
+// of each state row: 8 float32, 16 bf16), and the kGroupsR = 32 / kCols lanes of one column hold kRows = 128 / kGroupsR of its rows each (32 float32 rows,
+// 64 bf16). A warp's load of one row index thus reads kGroupsR whole 32-byte sectors, and a lane
+// holds a quarter (float32) of version 5's registers: 6 or 4 resident blocks per SM instead of 3,
+// and a quarter of the per-lane chain between a block's state loads and its stores. S^T k, S^T q
+// and k^T q are summed per lane over its rows (groups of 16 in order), then across the column's
+// lanes by an xor butterfly (every lane ends with the same bits). The q and k rows in shared memory
+// are skewed by 4 floats per row group, so the row groups' 16-byte reads fall in distinct banks.
+template <typename St>
+struct DecodeSplit {
+  static constexpr int kK = 128;
+  static constexpr int kCols = 32 / int(sizeof(St));  // columns per warp
+  static constexpr int kGroupsR = 32 / kCols;          // lanes per column
+  static constexpr int kRows = kK / kGroupsR;          // rows per lane
+  static constexpr int kSkew = kRows + 4;              // shared-memory stride of a row group
+  static constexpr int kWarps = 4;
+  static constexpr int kBlockCols = kWarps * kCols;
+  static constexpr int kMinBlocks = sizeof(St) == 4 ? 6 : 4;
+};
+
+template <typename T, typename St, bool kFull>
+__global__ void __launch_bounds__(DecodeSplit<St>::kWarps * 32, DecodeSplit<St>::kMinBlocks)
+gdn_decode_split_kernel(const GdnFrontEndParams p, const float* fe) {
+  using L = DecodeSplit<St>;
+  constexpr int kK = L::kK, kCols = L::kCols, kRows = L::kRows, kSkew = L::kSkew, kBlockCols = L::kBlockCols;
+  constexpr int kGroups = kRows / 16;
+  __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][L::kGroupsR * kSkew];
+  __shared__ float v_s[kDecodeMaxTokens][kBlockCols];
+  __shared__ float gates_s[kDecodeMaxTokens][2];  // alpha = exp(g), beta
+
+  const GdnShape s = p.shape;
+  const DecodeFeLayout lay(s);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int col = lane % kCols, rg = lane / kCols;
+  const int K = int(s.K), V = int(s.V), nt = int(s.T);
+  const uint32_t HV = uint32_t(s.HV), H = uint32_t(s.H);
+  const uint32_t head = blockIdx.z * gridDim.y + blockIdx.y;  // b * HV + hv
+  if (head >= uint32_t(s.B) * HV) return;
+  const uint32_t b = head / HV, hv = head - b * HV, h = hv / (HV / H);
+  const int j0 = int(blockIdx.x) * kBlockCols, jb = warp * kCols + col, j = j0 + jb;
+  const bool col_ok = j < V;
+
+  // The state first (it does not depend on the front end); a lane past V reads column V - 1.
+  using Raw = typename std::conditional<sizeof(St) == 4, float, unsigned short>::type;
+  const int64_t slot = p.slots[b];
+  const int64_t slice = (slot * HV + hv) * int64_t(K) * V + (col_ok ? j : V - 1);
+  const Raw* const src = reinterpret_cast<const Raw*>(static_cast<const St*>(p.state) + slice) + int64_t(rg) * kRows * V;
+  float S[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const bool row_ok = kFull || rg * kRows + r < K;
+    if constexpr (sizeof(St) == 4)
+      S[r] = row_ok ? src[r * V] : 0.0f;
+    else
+      S[r] = __uint_as_float(row_ok ? uint32_t(src[r * V]) : 0u);
+  }
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the front end's rows
+
+  const float* row = fe + int64_t(b) * nt * lay.row;
+  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
+    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
+    qk_s[t][tensor][i + i / kRows * 4] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
+  }
+  for (int x = tid; x < nt * kBlockCols; x += int(blockDim.x)) {
+    const int t = x / kBlockCols, c = x % kBlockCols;
+    v_s[t][c] = j0 + c < V ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j0 + c] : 0.0f;
+  }
+  if (tid < nt) {
+    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+    gates_s[tid][0] = gates[0];
+    gates_s[tid][1] = gates[1];
+  }
+  __syncthreads();  // the only barrier: q, k, v and the gates are in place
+  if constexpr (sizeof(St) == 2) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) S[r] = __uint_as_float(__float_as_uint(S[r]) << 16);
+  }
+  if (j0 + warp * kCols >= V) return;  // a warp wholly past V
+
+  T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
+  for (int t = 0; t < nt; ++t) {
+    const float* kr = qk_s[t][kFeK] + rg * kSkew;
+    const float* qr = qk_s[t][kFeQ] + rg * kSkew;
+    float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      float ps = 0.0f, pq = 0.0f, kq = 0.0f;
+#pragma unroll
+      for (int n = 0; n < 16; ++n) {
+        const int r = g * 16 + n;
+        ps += S[r] * kr[r];
+        pq += S[r] * qr[r];
+        kq += kr[r] * qr[r];
+      }
+      PS += ps;
+      PQ += pq;
+      KQ += kq;
+    }
+#pragma unroll
+    for (int m = kCols; m < 32; m <<= 1) {
+      PS += __shfl_xor_sync(0xffffffffu, PS, m);
+      PQ += __shfl_xor_sync(0xffffffffu, PQ, m);
+      KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
+    }
+    const float alpha = gates_s[t][0];
+    const float vj = v_s[t][jb];
+    const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
+    if (col_ok && rg == 0) o[int64_t(t) * HV * V] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
+#pragma unroll
+    for (int r = 0; r < kRows; r += 4) {
+      const float4 k4 = dec_lds_volatile_v4(kr + r);
+      S[r] = alpha * S[r] + k4.x * u;
+      S[r + 1] = alpha * S[r + 1] + k4.y * u;
+      S[r + 2] = alpha * S[r + 2] + k4.z * u;
+      S[r + 3] = alpha * S[r + 3] + k4.w * u;
+    }
+  }
+  if (!col_ok) return;
+  Raw* const dst = reinterpret_cast<Raw*>(static_cast<St*>(p.state) + slice) + int64_t(rg) * kRows * V;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (kFull || rg * kRows + r < K) {
+      if constexpr (sizeof(St) == 4)
+        dst[r * V] = S[r];
+      else
+        dst[r * V] = __bfloat16_as_ushort(__float2bfloat16_rn(S[r]));
+    }
+  }
+}
+
 // Version 8's state update for K, V <= 128 with many slices (B x HV, at least
 // kDecodeStreamMinUnitsPerSm per SM): one persistent block of 128 threads per SM walks the slices
 // (units b x HV + hv, block i taking i, i + grid, ...), each slice's K x V state (contiguous in
@@ -488,9 +618,10 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
 // issued before griddepcontrol.wait, while the front end runs. The front end's rows of the next
 // slice come by 4-byte cp.async into the second of two buffers while the current one is used.
 constexpr int kStreamThreads = 128;
-constexpr int kStreamMaxStages = 6;
-constexpr int kStreamStateSmem = 192 * 1024;  // shared memory for the state stages
-constexpr int kStreamK = 128;                 // registers per column (rows past K are zero)
+constexpr int kStreamBlocksPerSm = 3;        // the register cap (170) is set for this many
+constexpr int kStreamMaxStages = 4;
+constexpr int kStreamStateSmem = 64 * 1024;  // shared memory for the state stages, per block
+constexpr int kStreamK = 128;                // registers per column (rows past K are zero)
 
 // Slices per SM from which version 8 takes over (units = B x HV >= this x SMs); below it version
 // 5's one-slice blocks. Build with -DGDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM=0 to take version 8
@@ -500,11 +631,20 @@ constexpr int kStreamK = 128;                 // registers per column (rows past
 #endif
 constexpr int kDecodeStreamMinUnitsPerSm = GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM;
 
-struct DecodeStreamFe {  // the front end's rows of one slice, every token
-  float qk[kDecodeMaxTokens][2][kStreamK];
-  float v[kDecodeMaxTokens][kStreamThreads];
-  float gates[kDecodeMaxTokens][2];  // alpha = exp(g), beta
-};
+// Which state kernel takes K <= 128: 0 by the rules below, 1 version 5's lane kernel, 2 the
+// split-column kernel, 3 version 8's stream (where it can run). For measurements.
+#ifndef GDNBENCH_DECODE_STATE_KERNEL
+#define GDNBENCH_DECODE_STATE_KERNEL 0
+#endif
+constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
+
+// The front end's rows of one slice, every token, in dynamic shared memory after the state
+// stages: q and k [T][2][kStreamK], v [T][kStreamThreads], the gates [T][2]; two such buffers,
+// each rounded up to 16 bytes.
+__host__ __device__ constexpr int stream_fe_floats(int nt) {
+  return (nt * (2 * kStreamK + kStreamThreads + 2) + 3) / 4 * 4;
+}
+size_t stream_smem_bytes(int nt) { return size_t(kStreamStateSmem) + 2 * size_t(stream_fe_floats(nt)) * 4; }
 
 __device__ __forceinline__ uint32_t dec_smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -536,11 +676,10 @@ __device__ __forceinline__ void dec_mbarrier_wait(uint64_t* bar, uint32_t parity
 }
 
 template <typename T, typename St, bool kFull>
-__global__ void __launch_bounds__(kStreamThreads, 1)
+__global__ void __launch_bounds__(kStreamThreads, kStreamBlocksPerSm)
 gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages) {
   constexpr int kK = kStreamK;
-  extern __shared__ __align__(128) unsigned char state_s[];  // [stages][K x V] of St
-  __shared__ __align__(16) DecodeStreamFe fe_s[2];
+  extern __shared__ __align__(128) unsigned char stream_s[];  // [stages][K x V] of St, then the rows
   __shared__ __align__(8) uint64_t full[kStreamMaxStages];
 
   const GdnShape s = p.shape;
@@ -554,17 +693,24 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
   const int count = first < units ? int((units - 1 - first) / stride + 1) : 0;  // this block's slices
   St* const pool = static_cast<St*>(p.state);
   auto slot_of = [&](int n) { return int64_t(p.slots[(first + n * stride) / HV]); };
-  auto buffer = [&](int n) { return state_s + size_t(n % stages) * slice_bytes; };
+  auto buffer = [&](int n) { return stream_s + size_t(n % stages) * slice_bytes; };
   auto state_at = [&](int n, int64_t slot) { return pool + (slot * HV + (first + n * stride) % HV) * slice; };
+  // Front-end rows buffer f: q and k, then v, then the gates.
+  float* const rows_s = reinterpret_cast<float*>(stream_s + kStreamStateSmem);
+  auto qk_of = [&](int f) { return reinterpret_cast<float(*)[2][kK]>(rows_s + f * stream_fe_floats(nt)); };
+  auto v_of = [&](int f) { return rows_s + f * stream_fe_floats(nt) + nt * 2 * kK; };
+  auto gates_of = [&](int f) {
+    return reinterpret_cast<float(*)[2]>(rows_s + f * stream_fe_floats(nt) + nt * (2 * kK + kStreamThreads));
+  };
 
   if (tid == 0) {
     for (int i = 0; i < stages; ++i) dec_mbarrier_init(&full[i]);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if constexpr (!kFull) {  // q and k rows past K stay zero: the copies never write them
-    for (int x = tid; x < 2 * int(kDecodeMaxTokens) * 2 * (kK - K); x += kStreamThreads) {
+    for (int x = tid; x < 2 * nt * 2 * (kK - K); x += kStreamThreads) {
       const int i = K + x % (kK - K), rest = x / (kK - K);
-      fe_s[rest / (2 * int(kDecodeMaxTokens))].qk[rest / 2 % int(kDecodeMaxTokens)][rest % 2][i] = 0.0f;
+      qk_of(rest / (2 * nt))[rest / 2 % nt][rest % 2][i] = 0.0f;
     }
   }
   __syncthreads();
@@ -573,20 +719,22 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
     for (int n = 0; n < stages && n < count; ++n) dec_bulk_load(buffer(n), state_at(n, slot_of(n)), slice_bytes, &full[n]);
   if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the front end's rows
 
-  // Slice n's rows of every token into fe_s[n % 2]: q and k of head h, v and the gates of hv.
+  // Slice n's rows of every token into buffer n % 2: q and k of head h, v and the gates of hv.
   const int per_token = 2 * K + V + 2;
   auto copy_fe = [&](int n) {
     const int64_t unit = first + n * stride, b = unit / HV, hv = unit % HV, h = hv / group;
-    DecodeStreamFe& d = fe_s[n % 2];
+    float(*qk)[2][kK] = qk_of(n % 2);
+    float* v = v_of(n % 2);
+    float(*gates)[2] = gates_of(n % 2);
     for (int x = tid; x < nt * per_token; x += kStreamThreads) {
       const int t = x / per_token, e = x % per_token;
       const float* row = fe + (b * nt + t) * lay.row;
       if (e < 2 * K)
-        dec_cp_async_4(&d.qk[t][e / K][e % K], row + (e / K) * lay.qk + h * K + e % K);
+        dec_cp_async_4(&qk[t][e / K][e % K], row + (e / K) * lay.qk + h * K + e % K);
       else if (e < 2 * K + V)
-        dec_cp_async_4(&d.v[t][e - 2 * K], row + 2 * lay.qk + hv * V + (e - 2 * K));
+        dec_cp_async_4(&v[t * kStreamThreads + e - 2 * K], row + 2 * lay.qk + hv * V + (e - 2 * K));
       else
-        dec_cp_async_4(&d.gates[t][e - 2 * K - V], row + 2 * lay.qk + lay.v + 2 * hv + (e - 2 * K - V));
+        dec_cp_async_4(&gates[t][e - 2 * K - V], row + 2 * lay.qk + lay.v + 2 * hv + (e - 2 * K - V));
     }
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   };
@@ -596,7 +744,7 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
     const int64_t slot = slot_of(n);  // for the stores; the refill's slot is asked early too
     const int64_t refill_slot = tid == 0 && n + stages < count ? slot_of(n + stages) : 0;
     asm volatile("cp.async.wait_all;\n" ::: "memory");
-    __syncthreads();  // slice n's rows are in fe_s[n % 2]; every thread is done with slice n - 1's
+    __syncthreads();  // slice n's rows are in buffer n % 2; every thread is done with slice n - 1's
     if (n + 1 < count) copy_fe(n + 1);
     dec_mbarrier_wait(&full[n % stages], uint32_t(n / stages) & 1u);
     const St* const in = reinterpret_cast<const St*>(buffer(n));
@@ -612,9 +760,9 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
     if (tid == 0 && n + stages < count) dec_bulk_load(buffer(n), state_at(n + stages, refill_slot), slice_bytes, &full[n % stages]);
 
     const int64_t unit = first + n * stride, b = unit / HV, hv = unit % HV;
-    const DecodeStreamFe& d = fe_s[n % 2];
     T* o = static_cast<T*>(p.o) + (b * nt * HV + hv) * V + j;
-    decode_lane_tokens<T, kK>(S, d.qk, &d.v[0][j], kStreamThreads, d.gates, nt, col_ok, o, HV * V, p);
+    decode_lane_tokens<T, kK>(S, qk_of(n % 2), v_of(n % 2) + j, kStreamThreads, gates_of(n % 2), nt, col_ok, o,
+                              HV * V, p);
     if (col_ok) {
       St* const out = state_at(n, slot) + j;
 #pragma unroll
@@ -752,6 +900,18 @@ cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream
   return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
 }
 
+// The split-column kernel (K <= 128): the front end, then gdn_decode_split_kernel.
+template <typename T, typename St>
+cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  using L = DecodeSplit<St>;
+  const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
+  const dim3 grid(unsigned((p.shape.V + L::kBlockCols - 1) / L::kBlockCols), unsigned(y), unsigned((heads + y - 1) / y));
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
+  const float* rows = fe;
+  auto kernel = p.shape.K == L::kK ? gdn_decode_split_kernel<T, St, true> : gdn_decode_split_kernel<T, St, false>;
+  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
+}
+
 // SMs of the current device, asked once per device.
 cudaError_t decode_device_sms(int& sms) {
   constexpr int kMaxDevices = 64;
@@ -765,49 +925,64 @@ cudaError_t decode_device_sms(int& sms) {
   return cudaSuccess;
 }
 
-// Version 8's plan for a problem: stages of the state stream and persistent blocks, or stages = 0
-// where version 8 does not take it (K or V past 128, a slice not a whole number of 16-byte
-// copies, a pool not 16-byte aligned, fewer than kDecodeStreamMinUnitsPerSm slices per SM).
+// Version 8's plan for a problem: stages of the state stream, persistent blocks and their shared
+// memory, or stages = 0 where version 8 does not take it (K or V past 128, a slice not a whole
+// number of 16-byte copies or larger than kStreamStateSmem, a pool not 16-byte aligned, fewer
+// than kDecodeStreamMinUnitsPerSm slices per SM). Blocks: as many as are resident at once
+// (kStreamBlocksPerSm per SM at T = 1; fewer where T's rows take the shared memory).
 struct DecodeStreamPlan {
   int stages = 0, blocks = 0;
   size_t smem = 0;
 };
-cudaError_t decode_stream_plan(const GdnShape& s, bool state_bf16, const void* pool, DecodeStreamPlan& plan) {
+template <typename T, typename St>
+auto decode_stream_kernel_for(const GdnShape& s) {
+  return s.K == kStreamK ? gdn_decode_stream_kernel<T, St, true> : gdn_decode_stream_kernel<T, St, false>;
+}
+
+template <typename T, typename St>
+cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, DecodeStreamPlan& plan) {
   plan = DecodeStreamPlan{};
-  const int64_t slice_bytes = s.K * s.V * (state_bf16 ? 2 : 4), units = s.B * s.HV;
-  if (s.K > kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
+  const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
+  if (s.K > kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0 || slice_bytes > kStreamStateSmem)
+    return cudaSuccess;
   if (reinterpret_cast<uintptr_t>(pool) % 16 != 0) return cudaSuccess;
   int sms = 0;
   if (const cudaError_t e = decode_device_sms(sms)) return e;
   if (units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
-  const int64_t stages = std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes);
-  if (stages < 2) return cudaSuccess;
-  plan.stages = int(stages);
-  plan.blocks = int(std::min<int64_t>(units, sms));
-  plan.smem = size_t(stages * slice_bytes);
+  // Resident blocks per SM of each kernel and T, asked once per device (with the kernel's opt-in
+  // to its shared memory) and kept: a decode step is launched once per token.
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> per_sm_cache[kMaxDevices][2][kDecodeMaxTokens + 1];  // 0: not asked yet
+  const auto kernel = decode_stream_kernel_for<T, St>(s);
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  std::atomic<int>* cached =
+      device >= 0 && device < kMaxDevices ? &per_sm_cache[device][s.K == kStreamK][s.T] : nullptr;
+  int per_sm = cached ? cached->load(std::memory_order_relaxed) : 0;
+  const size_t smem = stream_smem_bytes(int(s.T));
+  if (per_sm == 0) {
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)))
+      return e;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kStreamThreads, smem))
+      return e;
+    if (per_sm < 1) return cudaSuccess;
+    if (cached) cached->store(per_sm, std::memory_order_relaxed);
+  }
+  plan.stages = int(std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes));
+  plan.blocks = int(std::min<int64_t>(units, int64_t(per_sm) * sms));
+  plan.smem = smem;
   return cudaSuccess;
 }
 
-// Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream.
+// Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream. The
+// plan has opted the kernel in to its shared memory.
 template <typename T, typename St>
 cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStreamPlan& plan,
                                  cudaStream_t stream) {
-  auto kernel = p.shape.K == kStreamK ? gdn_decode_stream_kernel<T, St, true> : gdn_decode_stream_kernel<T, St, false>;
-  // The opt-in to kStreamStateSmem of dynamic shared memory, once per device and kernel.
-  constexpr int kMaxDevices = 64;
-  static std::atomic<bool> opted_in[2][kMaxDevices];
-  int device = 0;
-  if (const cudaError_t e = cudaGetDevice(&device)) return e;
-  std::atomic<bool>* opted = device >= 0 && device < kMaxDevices ? &opted_in[p.shape.K == kStreamK][device] : nullptr;
-  if (!opted || !opted->load(std::memory_order_relaxed)) {
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kStreamStateSmem))
-      return e;
-    if (opted) opted->store(true, std::memory_order_relaxed);
-  }
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  return launch_after_front_end(kernel, dim3(unsigned(plan.blocks)), dim3(kStreamThreads), plan.smem, stream, p, rows,
-                                plan.stages);
+  return launch_after_front_end(decode_stream_kernel_for<T, St>(p.shape), dim3(unsigned(plan.blocks)),
+                                dim3(kStreamThreads), plan.smem, stream, p, rows, plan.stages);
 }
 
 template <typename T, typename St>
@@ -815,7 +990,9 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
   const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
   DecodeStreamPlan plan;
-  if (const cudaError_t e = decode_stream_plan(p.shape, sizeof(St) == 2, p.state, plan)) return e;
+  if (kDecodeStateKernel == 2 && p.shape.K <= 128) return launch_decode_split<T, St>(p, fe, stream);
+  if (kDecodeStateKernel != 1)
+    if (const cudaError_t e = decode_stream_plan<T, St>(p.shape, p.state, plan)) return e;
   if (plan.stages > 0) return launch_decode_stream<T, St>(p, fe, plan, stream);
   if (p.shape.K <= 64) return launch_decode_lane<T, St, 64>(p, fe, stream);
   if (p.shape.K <= 128) return launch_decode_lane<T, St, 128>(p, fe, stream);
@@ -861,8 +1038,11 @@ int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
 }
 
 bool gdn_decode_streams_state(const GdnShape& shape, bool state_bf16) {
+  if (gdn_decode_shape_unsupported(shape)) return false;
   DecodeStreamPlan plan;
-  if (decode_stream_plan(shape, state_bf16, nullptr, plan) != cudaSuccess) {
+  const cudaError_t e = state_bf16 ? decode_stream_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
+                                   : decode_stream_plan<__nv_bfloat16, float>(shape, nullptr, plan);
+  if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
