@@ -25,11 +25,18 @@
 // per warp, all in flight before the first use) are issued before griddepcontrol.wait, so with
 // Programmatic Dependent Launch (kDecodePdl) they overlap the front end's last wave. K = 256 keeps
 // version 4's block kernel (256 state registers per lane would not fit).
-// Version 7, this one (0.090 ms at that shape against version 5's 0.095 in the same run, bf16
-// pool 0.066 against 0.074; runs 32-33): version 5 with a front end that takes 4 batch rows per
-// block at T = 1 when one row per block would need more than two waves of blocks (at B = 64:
-// 1536 blocks instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the
-// same operations in the same order, so q, k, v and the gates are version 5's by construction.
+// Version 7 (0.090 ms at that shape against version 5's 0.095 in the same run, bf16 pool 0.066
+// against 0.074; runs 32-33): version 5 with a front end that takes 4 batch rows per block at
+// T = 1 when one row per block would need more than two waves of blocks (at B = 64: 1536 blocks
+// instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the same
+// operations in the same order, so q, k, v and the gates are version 5's by construction.
+// Version 8, this one (runs 35-39): a bf16 pool takes one of two new state kernels, 2c (split
+// columns) below 4 slices per SM and 2d (a persistent stream of bulk copies) from there: bf16
+// pool 0.0159 -> 0.0148 ms at B = 8, 0.0261 -> 0.0238 at B = 16, 0.0667 -> 0.0643 at B = 64,
+// 0.238 -> 0.207 at B = 256 (H = HV = 32, K = V = 128). The float32 pool stays on version 5's
+// kernel, which both new ones are slower than (by 1-11%); its state kernel takes 77.5 us at B = 64
+// against 66.9 us for an in-place update of the same 134 MB with one 16-byte access per thread
+// (run 37).
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -46,6 +53,10 @@
 //     thread moves its R state values into registers.
 //   2b state update, K <= 128 (version 5): one warp per (32 value columns, b, hv), blocks of the
 //     min(4, ceil(V / 32)) column groups of one (b, hv), which share its q and k rows.
+//   2c state update, K <= 128, bf16 pool, few slices (version 8): 32 bytes of columns per warp,
+//     each column's rows split over the lanes that share it, sums by an xor butterfly.
+//   2d state update, K = 128, bf16 pool, many slices (version 8): persistent blocks, each
+//     slice's state brought in by one bulk copy a slice ahead.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps per SM; 8 B spilled at K = 128, the slice offset kept for the
 // stores; 8-24 B stored and 24-56 B loaded at K < 128, the bf16 pool the most), 128 at
@@ -605,38 +616,30 @@ gdn_decode_split_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
-// Version 8's state update for K, V <= 128 with many slices (B x HV, at least
-// kDecodeStreamMinUnitsPerSm per SM): one persistent block of 128 threads per SM walks the slices
-// (units b x HV + hv, block i taking i, i + grid, ...), each slice's K x V state (contiguous in
-// the pool, 64 KiB at K = V = 128 with a float32 pool) copied into shared memory by one bulk copy
-// (cp.async.bulk, completion on an mbarrier) `stages` slices ahead. Thread j owns column j: it
-// moves the column into registers, frees the buffer (the next bulk copy into it starts), runs
-// the tokens as version 5 does (decode_lane_tokens: the same float32 operations) and stores the
-// column from registers. The state stream has no gaps: while a slice is computed and stored the
-// next stages - 1 are in flight (128 KiB per SM at stages = 3), where version 5's blocks load,
-// then compute, then store, and its grid ends in a partial wave. The first `stages` copies are
-// issued before griddepcontrol.wait, while the front end runs. The front end's rows of the next
-// slice come by 4-byte cp.async into the second of two buffers while the current one is used.
+// Version 8's state update for a bf16 pool at K = 128, V <= 128, with many slices (B x HV at
+// least kDecodeStreamMinUnitsPerSm per SM): persistent blocks of 128 threads, 3 per SM, walk the
+// slices (units b x HV + hv, block i taking i, i + grid, ...). Each slice's K x V state is
+// contiguous in the pool (32 KiB in bf16 at K = V = 128) and comes into shared memory by one bulk
+// copy (cp.async.bulk, completion on an mbarrier), `stages` slices ahead in a 64 KiB budget per
+// block (2 stages in bf16). Thread j owns column j: it moves the column into registers, frees the
+// buffer (the next bulk copy into it starts), runs the tokens as version 5 does
+// (decode_lane_tokens: the same float32 operations) and stores the column from registers. While
+// a slice is computed and stored the next one is in flight, where version 5's blocks load, then
+// compute, then store. The first copies are issued before griddepcontrol.wait, while the front
+// end runs; the front end's rows of the next slice come by 4-byte cp.async into the second of two
+// buffers while the current one is used. Measured (runs 35-38, docs/perf-notes.md): with a bf16
+// pool 5-13% faster than version 5 from B = 32 on (H = HV = 32); with a float32 pool (one 64 KiB
+// stage per block) 2-5% slower, and one block per SM with three stages 14% slower: the float32
+// pool stays on version 5.
 constexpr int kStreamThreads = 128;
 constexpr int kStreamBlocksPerSm = 3;        // the register cap (170) is set for this many
 constexpr int kStreamMaxStages = 4;
 constexpr int kStreamStateSmem = 64 * 1024;  // shared memory for the state stages, per block
 constexpr int kStreamK = 128;                // registers per column (rows past K are zero)
 
-// Slices per SM from which version 8 takes over (units = B x HV >= this x SMs); below it version
-// 5's one-slice blocks. Build with -DGDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM=0 to take version 8
-// wherever it can run (the comparison of runs 35-36 in docs/perf-notes.md).
-#ifndef GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM
-#define GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM 4
-#endif
-constexpr int kDecodeStreamMinUnitsPerSm = GDNBENCH_DECODE_STREAM_MIN_UNITS_PER_SM;
-
-// Which state kernel takes K <= 128: 0 by the rules below, 1 version 5's lane kernel, 2 the
-// split-column kernel, 3 version 8's stream (where it can run). For measurements.
-#ifndef GDNBENCH_DECODE_STATE_KERNEL
-#define GDNBENCH_DECODE_STATE_KERNEL 0
-#endif
-constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
+// Slices per SM from which version 8 takes a bf16 pool (units = B x HV >= this x SMs); below it
+// the split-column kernel (at B = 16, H = HV = 32, 512 slices: split 0.0238 ms, stream 0.0253).
+constexpr int kDecodeStreamMinUnitsPerSm = 4;
 
 // The front end's rows of one slice, every token, in dynamic shared memory after the state
 // stages: q and k [T][2][kStreamK], v [T][kStreamThreads], the gates [T][2]; two such buffers,
@@ -675,7 +678,7 @@ __device__ __forceinline__ void dec_mbarrier_wait(uint64_t* bar, uint32_t parity
   } while (!done);
 }
 
-template <typename T, typename St, bool kFull>
+template <typename T, typename St>
 __global__ void __launch_bounds__(kStreamThreads, kStreamBlocksPerSm)
 gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages) {
   constexpr int kK = kStreamK;
@@ -706,12 +709,6 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
   if (tid == 0) {
     for (int i = 0; i < stages; ++i) dec_mbarrier_init(&full[i]);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  if constexpr (!kFull) {  // q and k rows past K stay zero: the copies never write them
-    for (int x = tid; x < 2 * nt * 2 * (kK - K); x += kStreamThreads) {
-      const int i = K + x % (kK - K), rest = x / (kK - K);
-      qk_of(rest / (2 * nt))[rest / 2 % nt][rest % 2][i] = 0.0f;
-    }
   }
   __syncthreads();
   // The slots and the state do not depend on the front end: the first copies go out now.
@@ -752,9 +749,9 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
 #pragma unroll
     for (int i = 0; i < kK; ++i) {
       if constexpr (sizeof(St) == 4)
-        S[i] = (kFull || i < K) ? in[i * V + j] : 0.0f;
+        S[i] = in[i * V + j];
       else
-        S[i] = (kFull || i < K) ? __bfloat162float(in[i * V + j]) : 0.0f;
+        S[i] = __bfloat162float(in[i * V + j]);
     }
     __syncthreads();  // the buffer is in registers: it takes slice n + stages
     if (tid == 0 && n + stages < count) dec_bulk_load(buffer(n), state_at(n + stages, refill_slot), slice_bytes, &full[n % stages]);
@@ -767,12 +764,10 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
       St* const out = state_at(n, slot) + j;
 #pragma unroll
       for (int i = 0; i < kK; ++i) {
-        if (kFull || i < K) {
-          if constexpr (sizeof(St) == 4)
-            out[i * V] = S[i];
-          else
-            out[i * V] = __float2bfloat16_rn(S[i]);
-        }
+        if constexpr (sizeof(St) == 4)
+          out[i * V] = S[i];
+        else
+          out[i * V] = __float2bfloat16_rn(S[i]);
       }
     }
   }
@@ -925,42 +920,63 @@ cudaError_t decode_device_sms(int& sms) {
   return cudaSuccess;
 }
 
-// Version 8's plan for a problem: stages of the state stream, persistent blocks and their shared
-// memory, or stages = 0 where version 8 does not take it (K or V past 128, a slice not a whole
-// number of 16-byte copies or larger than kStreamStateSmem, a pool not 16-byte aligned, fewer
-// than kDecodeStreamMinUnitsPerSm slices per SM). Blocks: as many as are resident at once
-// (kStreamBlocksPerSm per SM at T = 1; fewer where T's rows take the shared memory).
-struct DecodeStreamPlan {
+// Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
+// 5's lane kernel; a bf16 pool version 8's stream where it can run with enough slices, else the
+// split-column kernel (runs 35-38 in docs/perf-notes.md). Build with
+// -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
+// 3 stream (wherever it can run, any number of slices).
+#ifndef GDNBENCH_DECODE_STATE_KERNEL
+#define GDNBENCH_DECODE_STATE_KERNEL 0
+#endif
+constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
+
+// The split-column and stream kernels are built for a bf16 pool only, unless a build forces one
+// (a float32 pool never takes them otherwise: fewer instances for nvcc to compile).
+template <typename St>
+constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
+
+enum class DecodeStateKernel { lane, split, stream, block };
+const char* decode_state_kernel_name(DecodeStateKernel k) {
+  switch (k) {
+    case DecodeStateKernel::lane: return "lane";
+    case DecodeStateKernel::split: return "split";
+    case DecodeStateKernel::stream: return "stream";
+    case DecodeStateKernel::block: return "block";
+  }
+  return "?";
+}
+
+// The kernel, and for the stream its stages, persistent blocks (as many as are resident at
+// once: kStreamBlocksPerSm per SM at T = 1, fewer where T's rows take the shared memory) and
+// dynamic shared memory.
+struct DecodeStatePlan {
+  DecodeStateKernel kernel = DecodeStateKernel::lane;
   int stages = 0, blocks = 0;
   size_t smem = 0;
 };
-template <typename T, typename St>
-auto decode_stream_kernel_for(const GdnShape& s) {
-  return s.K == kStreamK ? gdn_decode_stream_kernel<T, St, true> : gdn_decode_stream_kernel<T, St, false>;
-}
 
+// Version 8's conditions: K = 128, V <= 128, a slice a whole number of 16-byte copies, a pool
+// 16-byte aligned, and (unless forced) kDecodeStreamMinUnitsPerSm slices per SM. Sets plan to
+// the stream where they hold.
 template <typename T, typename St>
-cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, DecodeStreamPlan& plan) {
-  plan = DecodeStreamPlan{};
+cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced, DecodeStatePlan& plan) {
   const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
-  if (s.K > kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0 || slice_bytes > kStreamStateSmem)
-    return cudaSuccess;
+  if (s.K != kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
   if (reinterpret_cast<uintptr_t>(pool) % 16 != 0) return cudaSuccess;
   int sms = 0;
   if (const cudaError_t e = decode_device_sms(sms)) return e;
-  if (units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
-  // Resident blocks per SM of each kernel and T, asked once per device (with the kernel's opt-in
-  // to its shared memory) and kept: a decode step is launched once per token.
+  if (!forced && units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
+  // Resident blocks per SM for each T, asked once per device (with the kernel's opt-in to its
+  // shared memory) and kept: a decode step is launched once per token.
   constexpr int kMaxDevices = 64;
-  static std::atomic<int> per_sm_cache[kMaxDevices][2][kDecodeMaxTokens + 1];  // 0: not asked yet
-  const auto kernel = decode_stream_kernel_for<T, St>(s);
+  static std::atomic<int> per_sm_cache[kMaxDevices][kDecodeMaxTokens + 1];  // 0: not asked yet
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device)) return e;
-  std::atomic<int>* cached =
-      device >= 0 && device < kMaxDevices ? &per_sm_cache[device][s.K == kStreamK][s.T] : nullptr;
+  std::atomic<int>* cached = device >= 0 && device < kMaxDevices ? &per_sm_cache[device][s.T] : nullptr;
   int per_sm = cached ? cached->load(std::memory_order_relaxed) : 0;
   const size_t smem = stream_smem_bytes(int(s.T));
   if (per_sm == 0) {
+    const auto kernel = gdn_decode_stream_kernel<T, St>;
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)))
       return e;
     if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kStreamThreads, smem))
@@ -968,34 +984,61 @@ cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, DecodeStream
     if (per_sm < 1) return cudaSuccess;
     if (cached) cached->store(per_sm, std::memory_order_relaxed);
   }
+  plan.kernel = DecodeStateKernel::stream;
   plan.stages = int(std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes));
   plan.blocks = int(std::min<int64_t>(units, int64_t(per_sm) * sms));
   plan.smem = smem;
   return cudaSuccess;
 }
 
+template <typename T, typename St>
+cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePlan& plan) {
+  plan = DecodeStatePlan{};
+  if (s.K > 128) {
+    plan.kernel = DecodeStateKernel::block;
+    return cudaSuccess;
+  }
+  if constexpr (kSplitAndStreamFor<St>) {
+    switch (kDecodeStateKernel) {
+      case 1: return cudaSuccess;
+      case 2: plan.kernel = DecodeStateKernel::split; return cudaSuccess;
+      case 3: return decode_stream_plan<T, St>(s, pool, true, plan);
+      default: break;
+    }
+    plan.kernel = DecodeStateKernel::split;
+    return decode_stream_plan<T, St>(s, pool, false, plan);
+  }
+  return cudaSuccess;
+}
+
 // Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream. The
 // plan has opted the kernel in to its shared memory.
 template <typename T, typename St>
-cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStreamPlan& plan,
+cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStatePlan& plan,
                                  cudaStream_t stream) {
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  return launch_after_front_end(decode_stream_kernel_for<T, St>(p.shape), dim3(unsigned(plan.blocks)),
-                                dim3(kStreamThreads), plan.smem, stream, p, rows, plan.stages);
+  return launch_after_front_end(gdn_decode_stream_kernel<T, St>, dim3(unsigned(plan.blocks)), dim3(kStreamThreads),
+                                plan.smem, stream, p, rows, plan.stages);
 }
 
 template <typename T, typename St>
 cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  DecodeStatePlan plan;
+  if (const cudaError_t e = decode_state_plan<T, St>(p.shape, p.state, plan)) return e;
+  switch (plan.kernel) {
+    case DecodeStateKernel::stream:
+      if constexpr (kSplitAndStreamFor<St>) return launch_decode_stream<T, St>(p, fe, plan, stream);
+      break;
+    case DecodeStateKernel::split:
+      if constexpr (kSplitAndStreamFor<St>) return launch_decode_split<T, St>(p, fe, stream);
+      break;
+    case DecodeStateKernel::lane:
+      return p.shape.K <= 64 ? launch_decode_lane<T, St, 64>(p, fe, stream) : launch_decode_lane<T, St, 128>(p, fe, stream);
+    case DecodeStateKernel::block: break;
+  }
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
   const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
-  DecodeStreamPlan plan;
-  if (kDecodeStateKernel == 2 && p.shape.K <= 128) return launch_decode_split<T, St>(p, fe, stream);
-  if (kDecodeStateKernel != 1)
-    if (const cudaError_t e = decode_stream_plan<T, St>(p.shape, p.state, plan)) return e;
-  if (plan.stages > 0) return launch_decode_stream<T, St>(p, fe, plan, stream);
-  if (p.shape.K <= 64) return launch_decode_lane<T, St, 64>(p, fe, stream);
-  if (p.shape.K <= 128) return launch_decode_lane<T, St, 128>(p, fe, stream);
   return launch_decode_shape<T, St, 16, 16>(p, fe, grid, stream);
 }
 
@@ -1037,16 +1080,16 @@ int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
   return rows ? kFeRowsT1 : 1;
 }
 
-bool gdn_decode_streams_state(const GdnShape& shape, bool state_bf16) {
-  if (gdn_decode_shape_unsupported(shape)) return false;
-  DecodeStreamPlan plan;
-  const cudaError_t e = state_bf16 ? decode_stream_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
-                                   : decode_stream_plan<__nv_bfloat16, float>(shape, nullptr, plan);
+const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16) {
+  if (gdn_decode_shape_unsupported(shape)) return nullptr;
+  DecodeStatePlan plan;
+  const cudaError_t e = state_bf16 ? decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
+                                   : decode_state_plan<__nv_bfloat16, float>(shape, nullptr, plan);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;
+    return nullptr;
   }
-  return plan.stages > 0;
+  return decode_state_kernel_name(plan.kernel);
 }
 
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {

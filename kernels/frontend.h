@@ -93,7 +93,7 @@ int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t 
 // device (1, or 4 at T = 1 when one row per block would take more than two waves), or -1 when
 // the device query fails; for tests that must reach both shapes of that kernel.
 int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype);
-// Whether fused_decode's state update at this shape takes version 8's persistent state stream
-// (a 16-byte aligned pool, K and V <= 128, enough slices per SM of the current device) rather than
-// one block per slice; false when the device query fails. For tests that must reach both.
-bool gdn_decode_streams_state(const GdnShape& shape, bool state_bf16);
+// The state kernel fused_decode takes at this shape with a 16-byte aligned pool on the current
+// device: "lane", "split", "stream" or "block" (kernels/decode.cu says which and why), or nullptr
+// when the shape is unsupported or the device query fails. For tests that must reach each.
+const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "harness/gpu_runtime.h"
 #include "harness/runner.h"
@@ -240,26 +241,34 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 #endif
 }
 
-// Version 8's persistent state stream: B x HV slices past kDecodeStreamMinUnitsPerSm per SM (here
-// 1200, several rounds of every block's stages), float32 and bf16 pools, K = 128 and a K < 128
-// with V not a multiple of 32, one token and several; a small batch keeps one block per slice.
-TEST_CASE("fused_decode's streaming state kernel matches the float64 reference", "[gpu][frontend]") {
+// Each of fused_decode's state kernels where the launcher chooses it (kernels/decode.cu): version
+// 8's stream (a bf16 pool, K = 128, 1200 slices: several rounds of every block's stages; T = 8
+// with two stages of a V = 96 slice), the split-column kernel (a bf16 pool with few slices or
+// K < 128, V past 128), version 5's lane kernel (a float32 pool) and the block kernel (K = 256).
+TEST_CASE("fused_decode's state kernels each match the float64 reference where chosen", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
 #ifdef GDNBENCH_HAVE_CUDA
-  static const int64_t kKV[][2] = {{128, 128}, {100, 72}, {64, 128}};
-  const char* variant = GENERATE("fused_decode", "fused_decode_bf16state");
-  const bool bf16_pool = std::strcmp(variant, "fused_decode_bf16state") == 0;
+  struct Case {
+    int64_t B, T, K, V;
+    bool bf16_pool;
+    const char* kernel;
+  };
+  static const Case kCases[] = {
+      {300, 1, 128, 128, true, "stream"}, {300, 3, 128, 128, true, "stream"}, {300, 8, 128, 96, true, "stream"},
+      {3, 1, 128, 128, true, "split"},    {300, 2, 100, 72, true, "split"},   {5, 3, 32, 136, true, "split"},
+      {300, 1, 128, 128, false, "lane"},  {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
+  };
+  const int ci = GENERATE(range(0, 9));
   const DType dt = GENERATE(DType::bf16, DType::f32);
-  const int64_t T = GENERATE(1, 3);
-  const int kvi = GENERATE(range(0, 3));
-  const GdnShape shape{300, T, 2, 4, kKV[kvi][0], kKV[kvi][1]};
-  REQUIRE(gdn_decode_streams_state(shape, bf16_pool));
-  CHECK_FALSE(gdn_decode_streams_state(GdnShape{3, T, 2, 4, kKV[kvi][0], kKV[kvi][1]}, bf16_pool));
-  CHECK_FALSE(gdn_decode_streams_state(GdnShape{300, T, 2, 4, 256, 128}, bf16_pool));
-  const Problem p = frontend_problem(shape, dt, T == 1 || kvi == 1);
-  INFO("seed " << p.seed << " " << variant << " " << dtype_name(dt) << " T " << T << " K " << shape.K << " V "
-                << shape.V);
-  check_row(verify_on_gpu(variant, p));
+  const Case& c = kCases[ci];
+  const GdnShape shape{c.B, c.T, 2, 4, c.K, c.V};
+  const char* kernel = gdn_decode_state_kernel(shape, c.bf16_pool);
+  REQUIRE(kernel != nullptr);
+  REQUIRE(std::string(kernel) == c.kernel);
+  const Problem p = frontend_problem(shape, dt, ci % 2 == 0);
+  INFO("seed " << p.seed << " " << kernel << " " << dtype_name(dt) << " B " << c.B << " T " << c.T << " K " << c.K
+                << " V " << c.V);
+  check_row(verify_on_gpu(c.bf16_pool ? "fused_decode_bf16state" : "fused_decode", p));
 #endif
 }
 
