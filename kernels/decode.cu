@@ -30,13 +30,14 @@
 // T = 1 when one row per block would need more than two waves of blocks (at B = 64: 1536 blocks
 // instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the same
 // operations in the same order, so q, k, v and the gates are version 5's by construction.
-// Version 8, this one (runs 35-39): a bf16 pool takes one of two new state kernels, 2c (split
+// Version 8, this one (runs 35-43): a bf16 pool takes one of two new state kernels, 2c (split
 // columns) below 4 slices per SM and 2d (a persistent stream of bulk copies) from there: bf16
 // pool 0.0159 -> 0.0148 ms at B = 8, 0.0261 -> 0.0238 at B = 16, 0.0667 -> 0.0643 at B = 64,
 // 0.238 -> 0.207 at B = 256 (H = HV = 32, K = V = 128). The float32 pool stays on version 5's
-// kernel, which both new ones are slower than (by 1-11%); its state kernel takes 77.5 us at B = 64
-// against 66.9 us for an in-place update of the same 134 MB with one 16-byte access per thread
-// (run 37).
+// kernel, which both new ones are slower than (by 1-11%), capped for 2 blocks per SM instead of
+// 3 where its grid fits one wave of those: 0.0195 -> 0.0171 ms at B = 8 (runs 42-43). Its state
+// kernel takes 77.5 us at B = 64 against 66.9 us for an in-place update of the same 134 MB with
+// one 16-byte access per thread (run 37).
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -411,12 +412,16 @@ __device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (
 // then those in order), its expressions for u, o and the update: the same float32 operations.
 // Resident 4-warp blocks per SM the register cap is set for: 3 at kK = 128 (168 registers: the
 // kK state values, the 24 partial sums of a token and addresses), 4 at kK = 64 (128 registers;
-// a 96-register cap, for 5 blocks, makes the bf16-pool instances spill).
+// a 96-register cap, for 5 blocks, makes the bf16-pool instances spill). At kK = 128 a grid that
+// fits one wave at 2 blocks per SM (B x HV <= 2 x SMs at V = 128) takes a second instance capped
+// for 2 (no spills): at B = 8, H = HV = 32 with a float32 pool 0.0195 -> 0.0171 ms (runs 42-43),
+// where at B = 64 and 256 the 2-block cap is 13-19% slower (fewer resident warps).
 template <int kK>
 constexpr int kLaneMinBlocks = kK <= 64 ? 4 : 3;
+constexpr int kLaneOneWaveMinBlocks = 2;
 
-template <typename T, typename St, int kK, bool kFull>
-__global__ void __launch_bounds__(kLaneMaxWarps * 32, kLaneMinBlocks<kK>)
+template <typename T, typename St, int kK, bool kFull, int kMinBlocks = kLaneMinBlocks<kK>>
+__global__ void __launch_bounds__(kLaneMaxWarps * 32, kMinBlocks)
 gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][kK];
   __shared__ float v_s[kLaneMaxWarps][kDecodeMaxTokens][32];
@@ -882,16 +887,24 @@ cudaError_t launch_after_front_end(void (*kernel)(Args...), dim3 grid, dim3 bloc
   return cudaGetLastError();
 }
 
-// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel.
-template <typename T, typename St, int kK>
+// Version 5's grid (K <= 128): the W = min(4, ceil(V / 32)) column groups of a (b, hv) per block.
+dim3 decode_lane_grid(const GdnShape& s) {
+  const int64_t groups = (s.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
+  const int64_t heads = s.B * s.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
+  return dim3(unsigned((groups + warps - 1) / warps), unsigned(y), unsigned((heads + y - 1) / y));
+}
+
+// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel, capped for kMinBlocks blocks
+// per SM.
+template <typename T, typename St, int kK, int kMinBlocks = kLaneMinBlocks<kK>>
 cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  const dim3 grid = decode_lane_grid(p.shape);
   const int64_t groups = (p.shape.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
-  const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
-  const dim3 grid(unsigned((groups + warps - 1) / warps), unsigned(y), unsigned((heads + y - 1) / y));
   const dim3 block(unsigned(warps * 32));
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true> : gdn_decode_lane_kernel<T, St, kK, false>;
+  auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true, kMinBlocks>
+                                : gdn_decode_lane_kernel<T, St, kK, false, kMinBlocks>;
   return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
 }
 
@@ -921,7 +934,8 @@ cudaError_t decode_device_sms(int& sms) {
 }
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
-// 5's lane kernel; a bf16 pool version 8's stream where it can run with enough slices, else the
+// 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
+// else for 3); a bf16 pool version 8's stream where it can run with enough slices, else the
 // split-column kernel (runs 35-38 in docs/perf-notes.md). Build with
 // -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
 // 3 stream (wherever it can run, any number of slices).
@@ -935,10 +949,11 @@ constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
 template <typename St>
 constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
 
-enum class DecodeStateKernel { lane, split, stream, block };
+enum class DecodeStateKernel { lane, lane_one_wave, split, stream, block };
 const char* decode_state_kernel_name(DecodeStateKernel k) {
   switch (k) {
     case DecodeStateKernel::lane: return "lane";
+    case DecodeStateKernel::lane_one_wave: return "lane_one_wave";
     case DecodeStateKernel::split: return "split";
     case DecodeStateKernel::stream: return "stream";
     case DecodeStateKernel::block: return "block";
@@ -998,6 +1013,14 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     plan.kernel = DecodeStateKernel::block;
     return cudaSuccess;
   }
+  if (kDecodeStateKernel == 0 && sizeof(St) == 4 && s.K > 64) {  // version 5 at kK = 128: which cap
+    int sms = 0;
+    if (const cudaError_t e = decode_device_sms(sms)) return e;
+    const dim3 grid = decode_lane_grid(s);
+    if (int64_t(grid.x) * grid.y * grid.z <= int64_t(kLaneOneWaveMinBlocks) * sms)
+      plan.kernel = DecodeStateKernel::lane_one_wave;
+    return cudaSuccess;
+  }
   if constexpr (kSplitAndStreamFor<St>) {
     switch (kDecodeStateKernel) {
       case 1: return cudaSuccess;
@@ -1035,6 +1058,9 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
       break;
     case DecodeStateKernel::lane:
       return p.shape.K <= 64 ? launch_decode_lane<T, St, 64>(p, fe, stream) : launch_decode_lane<T, St, 128>(p, fe, stream);
+    case DecodeStateKernel::lane_one_wave:
+      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, kLaneOneWaveMinBlocks>(p, fe, stream);
+      break;
     case DecodeStateKernel::block: break;
   }
   const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
