@@ -10,6 +10,7 @@
 #include "harness/device_buffer.h"
 #include "harness/gpu_runtime.h"
 #include "harness/metrics.h"
+#include "kernels/frontend.h"
 
 namespace {
 
@@ -54,6 +55,8 @@ struct GraphExec {
 }  // namespace
 
 bool cuda_compiled() { return true; }
+
+std::string kernel_build_flags() { return gdn_decode_build_flags(); }
 
 GpuInfo query_gpu() {
   GpuInfo info;

@@ -84,6 +84,13 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
   return 0;
 }
 
+// The source's sha (GDNBENCH_GIT_SHA in the environment overrides the one built in) with the
+// kernels' non-default build knobs.
+std::string rows_git_sha() {
+  const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
+  return sha_with_build_flags(env_sha ? env_sha : GDNBENCH_GIT_SHA, kernel_build_flags());
+}
+
 int run_main(const std::vector<std::string>& args) {
   // `report` reads CSVs only: no GPU query, no case grid.
   if (!args.empty() && args[0] == "report") return run_report({args.begin() + 1, args.end()});
@@ -93,8 +100,7 @@ int run_main(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "check") {
     RunMeta meta;
     meta.timestamp = utc_timestamp();
-    const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
-    meta.git_sha = env_sha ? env_sha : GDNBENCH_GIT_SHA;
+    meta.git_sha = rows_git_sha();
     meta.host = host_name();
     return run_check({args.begin() + 1, args.end()}, meta);
   }
@@ -131,8 +137,7 @@ int run_main(const std::vector<std::string>& args) {
   RunMeta meta;
   meta.timestamp = utc_timestamp();
   meta.run_id = fmt::format("{}-{:x}", meta.timestamp, inv.seed);
-  const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
-  meta.git_sha = env_sha ? env_sha : GDNBENCH_GIT_SHA;
+  meta.git_sha = rows_git_sha();
   meta.host = host_name();
   meta.device = gpu.available ? gpu.name : opt.cpu_name;
   meta.command = inv.command;

@@ -5,6 +5,8 @@
 
 bool cuda_compiled() { return false; }
 
+std::string kernel_build_flags() { return ""; }
+
 GpuInfo query_gpu() {
   GpuInfo info;
   info.why_not = "built without CUDA (nvcc was not found at configure time)";

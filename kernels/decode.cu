@@ -75,6 +75,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "kernels/decode_step.cuh"
@@ -1116,6 +1117,20 @@ const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16) {
     return nullptr;
   }
   return decode_state_kernel_name(plan.kernel);
+}
+
+const char* gdn_decode_build_flags() {
+#define GDN_STR2(x) #x
+#define GDN_STR(x) GDN_STR2(x)
+  static const std::string flags = [] {
+    std::string f;
+    if (!kDecodePdl) f += "GDNBENCH_DECODE_PDL=" GDN_STR(GDNBENCH_DECODE_PDL);
+    if (kDecodeStateKernel != 0) f += std::string(f.empty() ? "" : ",") + "GDNBENCH_DECODE_STATE_KERNEL=" GDN_STR(GDNBENCH_DECODE_STATE_KERNEL);
+    return f;
+  }();
+#undef GDN_STR
+#undef GDN_STR2
+  return flags.c_str();
 }
 
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {

@@ -98,3 +98,7 @@ int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype);
 // and why), or nullptr when the shape is unsupported or the device query fails. For tests that
 // must reach each.
 const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16);
+// fused_decode's build knobs that differ from their defaults (GDNBENCH_DECODE_PDL,
+// GDNBENCH_DECODE_STATE_KERNEL), as "name=value" joined by ','; "" in a default build. The
+// harness writes them into every CSV row's git_sha, so a measurement build cannot pass for main.
+const char* gdn_decode_build_flags();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness/csv.h"
+#include "harness/gpu_runtime.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
 #include "harness/result.h"
@@ -891,4 +892,11 @@ TEST_CASE("execute_cases: one row per case, references per problem, unsupported 
       CHECK_FALSE(sum.rows[i].timing.has_value());  // verify only
     }
   }
+}
+
+TEST_CASE("CSV rows carry the kernels' non-default build knobs after the sha", "[harness][csv]") {
+  CHECK(sha_with_build_flags("abc123", "") == "abc123");
+  CHECK(sha_with_build_flags("abc123", "GDNBENCH_DECODE_STATE_KERNEL=2") == "abc123+GDNBENCH_DECODE_STATE_KERNEL=2");
+  // This is the default build (CI's): none of its knobs may differ from the default.
+  CHECK(kernel_build_flags().empty());
 }
