@@ -30,7 +30,7 @@
 // T = 1 when one row per block would need more than two waves of blocks (at B = 64: 1536 blocks
 // instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the same
 // operations in the same order, so q, k, v and the gates are version 5's by construction.
-// Version 8, this one (runs 35-43): a bf16 pool takes one of two new state kernels, 2c (split
+// Version 8, this one (runs 35-44): a bf16 pool takes one of two new state kernels, 2c (split
 // columns) below 4 slices per SM and 2d (a persistent stream of bulk copies) from there: bf16
 // pool 0.0159 -> 0.0148 ms at B = 8, 0.0261 -> 0.0238 at B = 16, 0.0667 -> 0.0643 at B = 64,
 // 0.238 -> 0.207 at B = 256 (H = HV = 32, K = V = 128). The float32 pool stays on version 5's
@@ -60,7 +60,8 @@
 //     slice's state brought in by one bulk copy a slice ahead.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps per SM; 8 B spilled at K = 128, the slice offset kept for the
-// stores; 8-24 B stored and 24-56 B loaded at K < 128, the bf16 pool the most), 128 at
+// stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which version 8
+// no longer launches, the most), or 254 without spills for one-wave grids (2 blocks), 128 at
 // kK = 64 (4 blocks); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at kK = 128) + 4 x 8 x 32
 // x 4 B of v + the gates = 12.1 KiB. Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
 // SM with a float32 pool, 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
