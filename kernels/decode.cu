@@ -983,8 +983,10 @@ cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced,
   int sms = 0;
   if (const cudaError_t e = decode_device_sms(sms)) return e;
   if (!forced && units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
-  // Resident blocks per SM for each T, asked once per device (with the kernel's opt-in to its
-  // shared memory) and kept: a decode step is launched once per token.
+  // Resident blocks per SM for each T, asked once per device and kept: a decode step is launched
+  // once per token. The opt-in that comes with the first question is to the shared memory of the
+  // largest T, the same every time: an opt-in to this T's would lower a larger T's, asked
+  // earlier, under its later launches.
   constexpr int kMaxDevices = 64;
   static std::atomic<int> per_sm_cache[kMaxDevices][kDecodeMaxTokens + 1];  // 0: not asked yet
   int device = 0;
@@ -994,8 +996,8 @@ cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced,
   const size_t smem = stream_smem_bytes(int(s.T));
   if (per_sm == 0) {
     const auto kernel = gdn_decode_stream_kernel<T, St>;
-    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)))
-      return e;
+    const int most = int(stream_smem_bytes(int(kDecodeMaxTokens)));
+    if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most)) return e;
     if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kStreamThreads, smem))
       return e;
     if (per_sm < 1) return cudaSuccess;

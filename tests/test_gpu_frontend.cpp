@@ -274,6 +274,23 @@ TEST_CASE("fused_decode's state kernels each match the float64 reference where c
 #endif
 }
 
+// The stream kernel's shared memory grows with T; a larger T launched again after a smaller one
+// was first asked for must still get its own (T = 7 and 2: no other test takes the stream there).
+TEST_CASE("fused_decode's stream kernel runs a larger T again after a smaller one", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+#ifdef GDNBENCH_HAVE_CUDA
+  for (const int64_t T : {7, 2, 7}) {
+    const GdnShape shape{300, T, 2, 4, 128, 128};
+    const char* kernel = gdn_decode_state_kernel(shape, true);
+    REQUIRE(kernel != nullptr);
+    REQUIRE(std::string(kernel) == "stream");
+    const Problem p = frontend_problem(shape, DType::bf16, true);
+    INFO("seed " << p.seed << " T " << T);
+    check_row(verify_on_gpu("fused_decode_bf16state", p));
+  }
+#endif
+}
+
 #ifdef GDNBENCH_HAVE_CUDA
 namespace {
 
