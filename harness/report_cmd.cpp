@@ -81,7 +81,9 @@ int run_report(const std::vector<std::string>& args) {
   if (!plots_dir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(plots_dir, ec)) throw UsageError("report: --plots: no directory '" + plots_dir + "'");
-    const fs::path base = fs::absolute(out.empty() ? fs::path(".") : fs::path(out).parent_path());
+    // The report's folder ("." for an --out without a directory part, or for stdout).
+    const fs::path out_dir = out.empty() ? fs::path() : fs::path(out).parent_path();
+    const fs::path base = fs::absolute(out_dir.empty() ? fs::path(".") : out_dir);
     for (const auto& e : fs::directory_iterator(plots_dir))
       if (e.path().extension() == ".png")
         plots.push_back(fs::absolute(e.path()).lexically_normal().lexically_relative(base.lexically_normal()).string());
@@ -89,7 +91,8 @@ int run_report(const std::vector<std::string>& args) {
     const auto rank = [](const std::string& p) {
       const std::string stem = fs::path(p).stem().string();
       const char* order[] = {"time_vs_T", "speedup_vs_T", "o_rel_l2_vs_T", "peak_memory_vs_T",
-                             "decode_latency_vs_L", "decode_memory_vs_L"};
+                             "decode_latency_vs_L", "decode_memory_vs_L", "step_latency_vs_B",
+                             "step_bandwidth_vs_B"};
       return std::find(std::begin(order), std::end(order), stem) - std::begin(order);
     };
     std::sort(plots.begin(), plots.end(), [&](const std::string& a, const std::string& b) {

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Plots from gdnbench CSVs (schema v1, reports/SCHEMA.md): time vs T with fitted slopes, speedup of
 # each GDN variant over each attention baseline, o_rel_l2 vs T, and peak device memory vs T; for
-# rows with a KV-cache context (decode, `--context`), one-step latency and memory vs the context L.
+# rows with a KV-cache context (decode, `--context`), one-step latency and memory vs the context L;
+# for a batch sweep (one T, several B: e.g. fused_decode's step over B), time and bandwidth vs B.
 # Rows of external implementations (variants `ext:...`, scripts/ext_runner.py) join the same plots.
 # `--anchors FILE` adds forward times measured outside the harness (the rows with what=fwd of an
 # anchors CSV: impl, B, H, D, T, ms) to the time plot as hollow markers on dotted lines, and its
@@ -380,6 +381,40 @@ def plot_decode(rows, outdir, formats, value, name, ylabel, title, scale=1.0):
     save(fig, outdir, name, formats)
 
 
+def is_batch_sweep(rows):
+    """One T and more than one B: plotted against B (a sweep of T = 1 decode steps over the batch)."""
+    return len({r["T"] for r in rows}) == 1 and len({r["B"] for r in rows}) > 1
+
+
+def plot_batch(rows, outdir, formats, value, name, ylabel, title):
+    """One line per series (every case field but B) against the batch B."""
+    keys = [c for c in SERIES if c != "B"]
+    series = {}
+    for r in rows:
+        v = num(r.get(value, ""))
+        if r["status"] != "PASS" or not (v > 0) or math.isinf(v):
+            continue
+        series.setdefault(tuple(r[c] for c in keys), {}).setdefault(int(num(r["B"])), v)
+    if not series:
+        print(f"{name}: no PASS row with {value}; not drawn")
+        return
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    varying = [c for c in keys[1:] if len({k[keys.index(c)] for k in series}) > 1]
+    for i, (key, by_b) in enumerate(sorted(series.items())):
+        d = dict(zip(keys, key))
+        label = d["variant"] + " " + " ".join(f"{c}={d[c]}" for c in varying)
+        bs = sorted(by_b)
+        ax.plot(bs, [by_b[b] for b in bs], label=label.strip(), **style(i))
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("batch B (sequences, one step each; log scale)")
+    ax.set_yscale("log")
+    ax.set_ylabel(ylabel)
+    d = rows[0]
+    ax.set_title(f"{title} (T={d['T']} H={d['H']} HV={d['HV']} K={d['K']} V={d['V']})")
+    ax.legend(fontsize=9)
+    save(fig, outdir, name, formats)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__ or "Plots from gdnbench CSVs (schema v1).")
     p.add_argument("csv", nargs="+", help="gdnbench CSV files (schema v1)")
@@ -396,7 +431,12 @@ def main():
     formats = [f for f in args.formats.split(",") if f]
     decode = [r for r in rows if is_decode(r)]
     rows = [r for r in rows if not is_decode(r)]
-    if rows:
+    if rows and is_batch_sweep(rows):
+        plot_batch(rows, args.outdir, formats, "time_median_ms", "step_latency_vs_B",
+                   "median time of one step (ms, log scale)", "Latency vs batch")
+        plot_batch(rows, args.outdir, formats, "gbps", "step_bandwidth_vs_B",
+                   "minimum bytes / median time (GB/s, log scale)", "Bandwidth vs batch")
+    elif rows:
         shapes = {tuple(r[c] for c in SHAPE) for r in rows}
         VARYING.clear()
         VARYING.update(c for c in SERIES[1:] if len({r[c] for r in rows}) > 1)

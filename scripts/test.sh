@@ -13,4 +13,9 @@ build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 
 /usr/bin/python3 scripts/ext_runner.py --gdnbench build/gdnbench --self-test
 # Every analysis suite on the CPU backend at a reduced range, then the report, plots and claims.
 scripts/cpu_suites.sh build/cpu_suites
+# plot.py's batch-sweep plots, drawn from a committed H200 CSV of fused_decode over B.
+rm -rf build/plots_batch
+/usr/bin/python3 scripts/plot.py reports/results/h200/timing_runs35_44/run43_decode_lane_one_wave/dec_lw_1.csv \
+  --outdir build/plots_batch --formats png
+test -s build/plots_batch/step_latency_vs_B.png && test -s build/plots_batch/step_bandwidth_vs_B.png
 scripts/fuzz.sh "${GDNBENCH_FUZZ_SECONDS:-20}"

@@ -228,6 +228,22 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     CHECK(contains(md, "## Timing"));
     CHECK(contains(md, "![time](plots/time.png)"));
   }
+  SECTION("--out without a directory part: --plots relative to the working directory") {
+    std::filesystem::create_directories(dir.file("cwd/plots"));
+    testutil::write_text(dir.file("cwd/plots/step_latency_vs_B.png"), "png");
+    const std::filesystem::path saved = std::filesystem::current_path();
+    std::filesystem::current_path(dir.file("cwd"));
+    int rc = -1;
+    try {
+      rc = run_report({dir.file("a.csv"), "--out", "r.md", "--plots", "plots"});
+    } catch (...) {
+      std::filesystem::current_path(saved);
+      throw;
+    }
+    std::filesystem::current_path(saved);
+    CHECK(rc == 0);
+    CHECK(contains(testutil::read_text(dir.file("cwd/r.md")), "![step_latency_vs_B](plots/step_latency_vs_B.png)"));
+  }
 }
 
 namespace {
