@@ -85,6 +85,13 @@
 namespace {
 
 constexpr int64_t kMaxGridY = 65535;
+constexpr int kMaxDevices = 64;  // devices whose launch-time answers are kept (occupancy, SMs)
+
+// A grid of x blocks per (b, hv) head, the B x HV heads over y and, past kMaxGridY, z.
+dim3 decode_heads_grid(const GdnShape& s, int64_t x) {
+  const int64_t heads = s.B * s.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
+  return dim3(unsigned(x), unsigned(y), unsigned((heads + y - 1) / y));
+}
 
 // Programmatic Dependent Launch of the state kernel (version 5): its state loads are issued while
 // the front end still runs. Build with -DGDNBENCH_DECODE_PDL=0 to compare without; the kernels are
@@ -807,7 +814,7 @@ template <typename T>
 cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
   rows = false;
   if (p.shape.T != 1) return cudaSuccess;
-  constexpr int kMaxDevices = 64, kSizes = kFeMaxThreads / 32;
+  constexpr int kSizes = kFeMaxThreads / 32;
   static std::atomic<int64_t> resident_cache[kMaxDevices][kSizes];  // 0: not asked yet
   int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device)) return e;
@@ -893,20 +900,21 @@ cudaError_t launch_after_front_end(void (*kernel)(Args...), dim3 grid, dim3 bloc
   return cudaGetLastError();
 }
 
-// Version 5's grid (K <= 128): the W = min(4, ceil(V / 32)) column groups of a (b, hv) per block.
+// Version 5's blocks (K <= 128): W = min(4, ceil(V / 32)) warps, the column groups of a (b, hv).
+int64_t decode_lane_warps(const GdnShape& s) {
+  const int64_t groups = (s.V + 31) / 32;
+  return groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
+}
 dim3 decode_lane_grid(const GdnShape& s) {
-  const int64_t groups = (s.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
-  const int64_t heads = s.B * s.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
-  return dim3(unsigned((groups + warps - 1) / warps), unsigned(y), unsigned((heads + y - 1) / y));
+  const int64_t groups = (s.V + 31) / 32, warps = decode_lane_warps(s);
+  return decode_heads_grid(s, (groups + warps - 1) / warps);
 }
 
 // Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel, capped for kMinBlocks blocks
 // per SM.
 template <typename T, typename St, int kK, int kMinBlocks = kLaneMinBlocks<kK>>
 cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  const dim3 grid = decode_lane_grid(p.shape);
-  const int64_t groups = (p.shape.V + 31) / 32, warps = groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
-  const dim3 block(unsigned(warps * 32));
+  const dim3 grid = decode_lane_grid(p.shape), block(unsigned(decode_lane_warps(p.shape) * 32));
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
   auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true, kMinBlocks>
@@ -918,19 +926,16 @@ cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream
 template <typename T, typename St>
 cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   using L = DecodeSplit<St>;
-  const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
-  const dim3 grid(unsigned((p.shape.V + L::kBlockCols - 1) / L::kBlockCols), unsigned(y), unsigned((heads + y - 1) / y));
+  const dim3 grid = decode_heads_grid(p.shape, (p.shape.V + L::kBlockCols - 1) / L::kBlockCols);
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
   auto kernel = p.shape.K == L::kK ? gdn_decode_split_kernel<T, St, true> : gdn_decode_split_kernel<T, St, false>;
   return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
 }
 
-// SMs of the current device, asked once per device.
-cudaError_t decode_device_sms(int& sms) {
-  constexpr int kMaxDevices = 64;
+// The current device and its SMs, asked once per device.
+cudaError_t decode_device(int& device, int& sms) {
   static std::atomic<int> sms_cache[kMaxDevices];  // 0: not asked yet
-  int device = 0;
   if (const cudaError_t e = cudaGetDevice(&device)) return e;
   sms = device >= 0 && device < kMaxDevices ? sms_cache[device].load(std::memory_order_relaxed) : 0;
   if (sms > 0) return cudaSuccess;
@@ -984,17 +989,14 @@ cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced,
   const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
   if (s.K != kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
   if (reinterpret_cast<uintptr_t>(pool) % 16 != 0) return cudaSuccess;
-  int sms = 0;
-  if (const cudaError_t e = decode_device_sms(sms)) return e;
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
   if (!forced && units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
   // Resident blocks per SM for each T, asked once per device and kept: a decode step is launched
   // once per token. The opt-in that comes with the first question is to the shared memory of the
   // largest T, the same every time: an opt-in to this T's would lower a larger T's, asked
   // earlier, under its later launches.
-  constexpr int kMaxDevices = 64;
   static std::atomic<int> per_sm_cache[kMaxDevices][kDecodeMaxTokens + 1];  // 0: not asked yet
-  int device = 0;
-  if (const cudaError_t e = cudaGetDevice(&device)) return e;
   std::atomic<int>* cached = device >= 0 && device < kMaxDevices ? &per_sm_cache[device][s.T] : nullptr;
   int per_sm = cached ? cached->load(std::memory_order_relaxed) : 0;
   const size_t smem = stream_smem_bytes(int(s.T));
@@ -1022,8 +1024,8 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     return cudaSuccess;
   }
   if (kDecodeStateKernel == 0 && sizeof(St) == 4 && s.K > 64) {  // version 5 at kK = 128: which cap
-    int sms = 0;
-    if (const cudaError_t e = decode_device_sms(sms)) return e;
+    int device = 0, sms = 0;
+    if (const cudaError_t e = decode_device(device, sms)) return e;
     const dim3 grid = decode_lane_grid(s);
     if (int64_t(grid.x) * grid.y * grid.z <= int64_t(kLaneOneWaveMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
@@ -1071,9 +1073,7 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
       break;
     case DecodeStateKernel::block: break;
   }
-  const int64_t heads = p.shape.B * p.shape.HV, y = heads < kMaxGridY ? heads : kMaxGridY;
-  const dim3 grid(unsigned((p.shape.V + 31) / 32), unsigned(y), unsigned((heads + y - 1) / y));
-  return launch_decode_shape<T, St, 16, 16>(p, fe, grid, stream);
+  return launch_decode_shape<T, St, 16, 16>(p, fe, decode_heads_grid(p.shape, (p.shape.V + 31) / 32), stream);
 }
 
 template <typename T>
