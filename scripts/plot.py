@@ -352,32 +352,42 @@ def plot_memory(rows, shapes, outdir, formats):
     save(fig, outdir, "peak_memory_vs_T", formats)
 
 
-def plot_decode(rows, outdir, formats, value, name, ylabel, title, scale=1.0):
-    """One line per decode series (every case field but the context) against the context L."""
+def draw_series(rows, x_field, keys, vary, value, name, label_of, scale=1.0):
+    """One line per series (the fields `keys`) of the PASS rows' `value` against `x_field`, log y;
+    the legend names the fields of `vary` that differ between series. None when no row has it."""
     series = {}
     for r in rows:
-        v = num(r[value])
+        v = num(r.get(value, ""))
         if r["status"] != "PASS" or not (v > 0) or math.isinf(v):
             continue
-        key = tuple(r[c] for c in SERIES) + (r["family"],)
-        series.setdefault(key, {}).setdefault(int(num(r["context"])), v * scale)
+        series.setdefault(tuple(r[c] for c in keys), {}).setdefault(int(num(r[x_field])), v * scale)
     if not series:  # e.g. memory on the CPU backend, which records none
         print(f"{name}: no PASS row with {value}; not drawn")
-        return
+        return None
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    varying = [c for c in SERIES[1:] if len({k[SERIES.index(c)] for k in series}) > 1]
-    for i, (key, by_l) in enumerate(sorted(series.items())):
-        d = dict(zip(SERIES, key))
-        label = f"{d['variant']} ({key[-1]}) " + " ".join(f"{c}={d[c]}" for c in varying)
-        ls = sorted(by_l)
-        ax.plot(ls, [by_l[x] for x in ls], label=label.strip(), **style(i))
+    varying = [c for c in vary if len({k[keys.index(c)] for k in series}) > 1]
+    for i, (key, by_x) in enumerate(sorted(series.items())):
+        d = dict(zip(keys, key))
+        xs = sorted(by_x)
+        ax.plot(xs, [by_x[x] for x in xs], label=label_of(d, varying).strip(), **style(i))
+    ax.set_yscale("log")
+    ax.legend(fontsize=9)
+    return fig, ax
+
+
+def plot_decode(rows, outdir, formats, value, name, ylabel, title, scale=1.0):
+    """One line per decode series (every case field but the context) against the context L."""
+    drawn = draw_series(rows, "context", SERIES + ("family",), SERIES[1:], value, name,
+                        lambda d, vary: f"{d['variant']} ({d['family']}) " + " ".join(f"{c}={d[c]}" for c in vary),
+                        scale)
+    if not drawn:
+        return
+    fig, ax = drawn
     token_axis(ax)
     ax.set_xlabel("context L (tokens in the KV cache / summarised by the state, log scale)")
-    ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     shapes = {tuple(r[c] for c in SHAPE) for r in rows}
     ax.set_title(f"{title} ({shape_title(shapes)})")
-    ax.legend(fontsize=9)
     save(fig, outdir, name, formats)
 
 
@@ -388,30 +398,17 @@ def is_batch_sweep(rows):
 
 def plot_batch(rows, outdir, formats, value, name, ylabel, title):
     """One line per series (every case field but B) against the batch B."""
-    keys = [c for c in SERIES if c != "B"]
-    series = {}
-    for r in rows:
-        v = num(r.get(value, ""))
-        if r["status"] != "PASS" or not (v > 0) or math.isinf(v):
-            continue
-        series.setdefault(tuple(r[c] for c in keys), {}).setdefault(int(num(r["B"])), v)
-    if not series:
-        print(f"{name}: no PASS row with {value}; not drawn")
+    keys = tuple(c for c in SERIES if c != "B")
+    drawn = draw_series(rows, "B", keys, keys[1:], value, name,
+                        lambda d, vary: d["variant"] + " " + " ".join(f"{c}={d[c]}" for c in vary))
+    if not drawn:
         return
-    fig, ax = plt.subplots(figsize=(8, 5.5))
-    varying = [c for c in keys[1:] if len({k[keys.index(c)] for k in series}) > 1]
-    for i, (key, by_b) in enumerate(sorted(series.items())):
-        d = dict(zip(keys, key))
-        label = d["variant"] + " " + " ".join(f"{c}={d[c]}" for c in varying)
-        bs = sorted(by_b)
-        ax.plot(bs, [by_b[b] for b in bs], label=label.strip(), **style(i))
+    fig, ax = drawn
     ax.set_xscale("log", base=2)
     ax.set_xlabel("batch B (sequences, one step each; log scale)")
-    ax.set_yscale("log")
     ax.set_ylabel(ylabel)
     d = rows[0]
     ax.set_title(f"{title} (T={d['T']} H={d['H']} HV={d['HV']} K={d['K']} V={d['V']})")
-    ax.legend(fontsize=9)
     save(fig, outdir, name, formats)
 
 
