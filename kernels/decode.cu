@@ -364,19 +364,23 @@ gdn_decode_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
-// The tokens of one state column (lane-local, versions 5 and 8): S holds column j's kK rows
-// (rows past K zero), qk_s[t] token t's q and k rows (zero past K), v_t[t * v_stride] its v_j,
-// gates_s[t] its alpha = exp(g) and beta; o[t * o_stride] receives o_j of token t. Sums in the
-// grouping of version 4's step (8 partials of kK / 8 rows, then those in order), its expressions
-// for u, o and the update: the same float32 operations in every kernel that calls this.
-template <typename T, int kK>
-__device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (*qk_s)[2][kK], const float* v_t,
-                                                   int v_stride, const float (*gates_s)[2], int nt, bool col_ok,
-                                                   T* o, int64_t o_stride, const GdnFrontEndParams& p) {
-  constexpr int kGroups = 8, kGroupRows = kK / kGroups;
+// The tokens of one state column (versions 5 and 8, the lane, stream and split-column kernels).
+// The column's rows are held by kLanes consecutive-by-xor lanes (1: one lane holds all; the split
+// kernel's 2 or 4), kRows each in S (rows past K zero); q0 and k0 point at token 0's q and k rows
+// for this lane's rows (zero past K, token t at t * qk_stride), v_t[t * v_stride] is v_j of token t,
+// gates_s[t] its alpha = exp(g) and beta; o[t * o_stride] receives o_j of token t where writes_o.
+// Sums in the grouping of version 4's step (partials of kGroupRows rows, then those in order), then
+// across the column's lanes by an xor butterfly (every lane ends with the same bits); its
+// expressions for u, o and the update: the same float32 operations in every kernel that calls this.
+template <typename T, int kRows, int kGroupRows, int kLanes>
+__device__ __forceinline__ void decode_column_tokens(float (&S)[kRows], const float* q0, const float* k0,
+                                                     int qk_stride, const float* v_t, int v_stride,
+                                                     const float (*gates_s)[2], int nt, bool writes_o, T* o,
+                                                     int64_t o_stride, const GdnFrontEndParams& p) {
+  constexpr int kGroups = kRows / kGroupRows;
   for (int t = 0; t < nt; ++t) {
-    const float* kr = qk_s[t][kFeK];
-    const float* qr = qk_s[t][kFeQ];
+    const float* kr = k0 + t * qk_stride;
+    const float* qr = q0 + t * qk_stride;
     float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
 #pragma unroll
     for (int g = 0; g < kGroups; ++g) {
@@ -392,15 +396,21 @@ __device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (
       PQ += pq;
       KQ += kq;
     }
+#pragma unroll
+    for (int m = 32 / kLanes; m < 32; m <<= 1) {
+      PS += __shfl_xor_sync(0xffffffffu, PS, m);
+      PQ += __shfl_xor_sync(0xffffffffu, PQ, m);
+      KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
+    }
     const float alpha = gates_s[t][0];
     const float vj = v_t[t * v_stride];
     const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
-    if (col_ok) o[int64_t(t) * o_stride] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
+    if (writes_o) o[int64_t(t) * o_stride] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
     // k is read from shared memory again for the update (volatile loads, which ptxas does not
-    // merge with the ones of the sums): kept from the sums, its kK values would live next to the
-    // kK of S (2 kK registers, spilled at the cap).
+    // merge with the ones of the sums): kept from the sums, its kRows values would live next to
+    // the kRows of S (twice the registers, spilled at the cap).
 #pragma unroll
-    for (int i = 0; i < kK; i += 4) {
+    for (int i = 0; i < kRows; i += 4) {
       const float4 k4 = dec_lds_volatile_v4(kr + i);
       S[i] = alpha * S[i] + k4.x * u;
       S[i + 1] = alpha * S[i + 1] + k4.y * u;
@@ -408,6 +418,15 @@ __device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (
       S[i + 3] = alpha * S[i + 3] + k4.w * u;
     }
   }
+}
+
+// decode_column_tokens for one lane per column: the lane and stream kernels' qk_s[t][q or k][i].
+template <typename T, int kK>
+__device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (*qk_s)[2][kK], const float* v_t,
+                                                   int v_stride, const float (*gates_s)[2], int nt, bool col_ok,
+                                                   T* o, int64_t o_stride, const GdnFrontEndParams& p) {
+  decode_column_tokens<T, kK, kK / 8, 1>(S, qk_s[0][kFeQ], qk_s[0][kFeK], 2 * kK, v_t, v_stride, gates_s, nt, col_ok,
+                                          o, o_stride, p);
 }
 
 // Version 5's state update for K <= 128: one warp per slice (b, hv, 32 value columns), lane j
@@ -529,7 +548,6 @@ __global__ void __launch_bounds__(DecodeSplit<St>::kWarps * 32, DecodeSplit<St>:
 gdn_decode_split_kernel(const GdnFrontEndParams p, const float* fe) {
   using L = DecodeSplit<St>;
   constexpr int kK = L::kK, kCols = L::kCols, kRows = L::kRows, kSkew = L::kSkew, kBlockCols = L::kBlockCols;
-  constexpr int kGroups = kRows / 16;
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][L::kGroupsR * kSkew];
   __shared__ float v_s[kDecodeMaxTokens][kBlockCols];
   __shared__ float gates_s[kDecodeMaxTokens][2];  // alpha = exp(g), beta
@@ -584,43 +602,9 @@ gdn_decode_split_kernel(const GdnFrontEndParams p, const float* fe) {
   if (j0 + warp * kCols >= V) return;  // a warp wholly past V
 
   T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
-  for (int t = 0; t < nt; ++t) {
-    const float* kr = qk_s[t][kFeK] + rg * kSkew;
-    const float* qr = qk_s[t][kFeQ] + rg * kSkew;
-    float PS = 0.0f, PQ = 0.0f, KQ = 0.0f;
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-      float ps = 0.0f, pq = 0.0f, kq = 0.0f;
-#pragma unroll
-      for (int n = 0; n < 16; ++n) {
-        const int r = g * 16 + n;
-        ps += S[r] * kr[r];
-        pq += S[r] * qr[r];
-        kq += kr[r] * qr[r];
-      }
-      PS += ps;
-      PQ += pq;
-      KQ += kq;
-    }
-#pragma unroll
-    for (int m = kCols; m < 32; m <<= 1) {
-      PS += __shfl_xor_sync(0xffffffffu, PS, m);
-      PQ += __shfl_xor_sync(0xffffffffu, PQ, m);
-      KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
-    }
-    const float alpha = gates_s[t][0];
-    const float vj = v_s[t][jb];
-    const float u = p.use_delta ? gates_s[t][1] * (vj - alpha * PS) : vj;
-    if (col_ok && rg == 0) o[int64_t(t) * HV * V] = from_float<T>(p.scale * (alpha * PQ + u * KQ));
-#pragma unroll
-    for (int r = 0; r < kRows; r += 4) {
-      const float4 k4 = dec_lds_volatile_v4(kr + r);
-      S[r] = alpha * S[r] + k4.x * u;
-      S[r + 1] = alpha * S[r + 1] + k4.y * u;
-      S[r + 2] = alpha * S[r + 2] + k4.z * u;
-      S[r + 3] = alpha * S[r + 3] + k4.w * u;
-    }
-  }
+  decode_column_tokens<T, kRows, 16, L::kGroupsR>(S, qk_s[0][kFeQ] + rg * kSkew, qk_s[0][kFeK] + rg * kSkew,
+                                                  2 * L::kGroupsR * kSkew, &v_s[0][jb], kBlockCols, gates_s, nt,
+                                                  col_ok && rg == 0, o, int64_t(HV) * V, p);
   if (!col_ok) return;
   Raw* const dst = reinterpret_cast<Raw*>(static_cast<St*>(p.state) + slice) + int64_t(rg) * kRows * V;
 #pragma unroll
