@@ -25,7 +25,9 @@
 //   2 states, grid (V/32, HV, B), sequential over chunks: the state slice S (K x 32) lives in
 //     float32 mma accumulators; per chunk U = U0 - W S and S = exp(gamma_last) S + K^T
 //     (exp(gamma_last - gamma) .* U) on tensor cores; it saves the entering state and U to the
-//     workspace for stage 3, and hT at the end.
+//     workspace for stage 3, and hT at the end. A thread's copies of each chunk's tiles have
+//     fixed offsets, computed once (run 48: 27% fewer instructions per step, scan 700 -> 651 us at
+//     T = 16384; version 5, one product layer per step, was slower: docs/perf-notes.md, run 46).
 //   3 output, grid (G, HV, B), block x taking chunks x, x + G, ... (G from the device's resident
 //     blocks: one wave): P = (Q K^T) .* D .* causal once per chunk, kept split in registers with
 //     Q's fragments, then per slice of kSW value columns o = scale (exp(gamma) .* (Q S0) + P U),
@@ -58,8 +60,9 @@
 //     64 x 36 x 4 B (9 KiB) + gamma 256 B; planes (K+64) x 40 x 2 B x 2 for S0 and
 //     exp(gL - gamma) .* U (30 KiB at 128). 2 stages + planes = 150.5 KiB at K = 128, 1 stage +
 //     planes = 158.3 KiB at 256. Registers: state K x 32 / 128 threads (32 floats at K = 128) + U
-//     16 + W S partial sums 32; ptxas (bf16 / fp16): 168 / 168, 162 / 164, 254 / 233 at K = 64,
-//     128, 256.
+//     16 + W S partial sums 32 + the copies' per-thread addresses; ptxas (bf16 / fp16): 127 / 128,
+//     127 / 127, 166 / 170 at K = 64, 128, 256 (168 / 168, 162 / 164, 254 / 233 before the copy
+//     addresses were hoisted out of the chunk loop).
 //   output (version 4): q, k tiles 2 x 64 x (K+8) x 2 B + gamma 256 B + kStages slice buffers of
 //     (K + 64) x (kSW + 4) x 4 B (S0 and U): K = 64: kSW 32, 2 stages, 18 KiB + 36 KiB = 54.25 KiB
 //     (4 blocks per SM); K = 128: kSW 16, 2 stages, 34.25 KiB + 30 KiB = 64.25 KiB (3 per SM);
@@ -697,30 +700,45 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   auto w_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffW); };
   auto u_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffU0); };
   auto g_tile = [&](int buf) { return reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG); };
+  // Each thread copies the same 16-byte pieces of every chunk (its row and column fixed, the rows
+  // kThreads / vectors-per-row apart), so the addresses are computed once here and a copy is one
+  // add from a chunk's base: the per-chunk issue is a few instructions per copy, not a division.
+  constexpr int kKVec = kK / 8, kKRows = kThreads / kKVec;  // k: 16-byte pieces per row, rows per pass
+  constexpr int kWVec = kK / 4, kWRows = kThreads / kWVec;  // W (float32)
+  constexpr int kUVec = kBV / 4, kURows = kThreads / kUVec; // U0 (float32, 32 columns)
+  static_assert(kThreads % kKVec == 0 && kThreads % kWVec == 0 && kC % kKRows == 0 && kC % kWRows == 0,
+                "a thread's pieces repeat every kThreads");
+  const int k_row = tid / kKVec, w_row = tid / kWVec, u_row = tid / kUVec;
+  const int64_t k_row_stride = s.H * kK;  // elements between consecutive tokens' k rows
+  const T* k_head = static_cast<const T*>(p.k) + (b * s.T * s.H + h) * kK;
+  const T* k_src_thread = k_head + k_row * k_row_stride + (tid % kKVec) * 8;
+  const float* w_src_thread = ws.W + head * N * kC * kK + w_row * kK + (tid % kWVec) * 4;
+  const float* u_src_thread = ws.U + head * N * kC * V + v0 + u_row * V + (tid % kUVec) * 4;
+  const uint32_t smem0 = uint32_t(__cvta_generic_to_shared(smem));
+  const uint32_t k_dst_thread = smem0 + 2 * (k_row * kLdk + (tid % kKVec) * 8);
+  const uint32_t w_dst_thread = smem0 + Lay::kOffW + 4 * (w_row * kLdw + (tid % kWVec) * 4);
+  const uint32_t u_dst_thread = smem0 + Lay::kOffU0 + 4 * (u_row * kLdBV + (tid % kUVec) * 4);
   auto issue_copies = [&](int64_t n, int buf) {
-    const int64_t t0 = n * kC, chunk = head * N + n;
+    const int64_t t0 = n * kC;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    const T* k_src = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
-    T* k_dst = k_tile(buf);
-    for (int x = tid; x < kC * (kK / 8); x += kThreads) {  // rows past the end: zero-filled, not read
-      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
-      cp_async16(k_dst + r * kLdk + c, r < L ? k_src + r * s.H * kK + c : k_src, r < L);
+    const uint32_t stage = uint32_t(buf * Lay::kStage);
+    const T* k_src = k_src_thread + t0 * k_row_stride;
+#pragma unroll
+    for (int i = 0; i < kC / kKRows; ++i) {  // rows past the end: zero-filled, not read
+      const bool in = k_row + i * kKRows < L;
+      cp_async16(k_dst_thread + stage + 2 * i * kKRows * kLdk, in ? k_src + i * kKRows * k_row_stride : k_head, in);
     }
     if (p.use_delta) {
-      const float* w_src = ws.W + chunk * kC * kK;
-      float* w_dst = w_tile(buf);
-      for (int x = tid; x < kC * (kK / 4); x += kThreads) {
-        const int r = x / (kK / 4), c = (x % (kK / 4)) * 4;
-        cp_async16(w_dst + r * kLdw + c, w_src + r * kK + c, true);
-      }
+      const float* w_src = w_src_thread + n * kC * kK;
+#pragma unroll
+      for (int i = 0; i < kC / kWRows; ++i)
+        cp_async16(w_dst_thread + stage + 4 * i * kWRows * kLdw, w_src + i * kWRows * kK, true);
     }
-    const float* u_src = ws.U + chunk * kC * V + v0;
-    float* u_dst = u_tile(buf);
-    for (int x = tid; x < kC * (kBV / 4); x += kThreads) {
-      const int r = x / (kBV / 4), c = (x % (kBV / 4)) * 4;
-      cp_async16(u_dst + r * kLdBV + c, u_src + int64_t(r) * V + c, true);
-    }
-    if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + chunk * kC + 4 * tid, true);
+    const float* u_src = u_src_thread + n * kC * V;
+#pragma unroll
+    for (int i = 0; i < kC / kURows; ++i)
+      cp_async16(u_dst_thread + stage + 4 * i * kURows * kLdBV, u_src + i * kURows * V, true);
+    if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
     cp_async_commit();
   };
 
