@@ -32,7 +32,9 @@
 //     blocks: one wave): P = (Q K^T) .* D .* causal once per chunk, kept split in registers with
 //     Q's fragments, then per slice of kSW value columns o = scale (exp(gamma) .* (Q S0) + P U),
 //     S0 and U streamed from the workspace through a ring of slice buffers (cp.async), the next
-//     chunk's q, k, gamma copied over the current ones once they are in registers. o is bit for
+//     chunk's q, k, gamma copied over the current ones once they are in registers. A thread's copies
+//     have fixed offsets from a chunk's or slice's base, computed once (run 49: 513 -> 497 us at
+//     T = 16384). o is bit for
 //     bit version 2's (same products, same order per 16 x 8 tile; a test compares the bytes).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
@@ -67,8 +69,9 @@
 //     (K + 64) x (kSW + 4) x 4 B (S0 and U): K = 64: kSW 32, 2 stages, 18 KiB + 36 KiB = 54.25 KiB
 //     (4 blocks per SM); K = 128: kSW 16, 2 stages, 34.25 KiB + 30 KiB = 64.25 KiB (3 per SM);
 //     K = 256: kSW 8, 3 stages, 66.25 KiB + 45 KiB = 111.25 KiB (2 per SM). Registers: Q's
-//     fragments K/4 + P hi/lo 32 + kSW/2 accumulators; ptxas (bf16 / fp16): 125 / 123, 128 / 128,
-//     168 / 168 at K = 64, 128, 256 (registers allow 4, 4, 3 blocks per SM; shared memory 4, 3, 2).
+//     fragments K/4 + P hi/lo 32 + kSW/2 accumulators + the copies' per-thread addresses; ptxas
+//     (bf16 / fp16): 123 / 123, 128 / 128, 164 / 164 at K = 64, 128, 256 (registers allow 4, 4, 3
+//     blocks per SM; shared memory 4, 3, 2).
 //     Version 2's kernel (fused_conv, and the tests' reference): q tile 33 KiB + (k tile | S0
 //     slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at K = 256, 61.25 KiB at 128; ptxas: 71.
 //   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma,
@@ -1034,35 +1037,45 @@ gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2;
   auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
 
+  // A thread copies the same pieces of every chunk and slice (row and column fixed, the rows
+  // kThreads / vectors-per-row apart), so its addresses are computed once here (as in the scan).
+  constexpr int kQVec = kK / 8, kQRows = kThreads / kQVec;   // q, k: 16-byte pieces per row, rows per pass
+  constexpr int kSVec = kSW / 4, kSRows = kThreads / kSVec;  // S0 and U slices (float32)
+  static_assert(kC % kQRows == 0 && kK % kSRows == 0 && kC % kSRows == 0, "whole passes");
+  const int q_row = tid / kQVec, s_row = tid / kSVec;
+  const int64_t qk_row_stride = s.H * kK;  // elements between consecutive tokens' q or k rows
+  const int64_t qk_thread = (b * s.T * s.H + h) * kK + q_row * qk_row_stride + (tid % kQVec) * 8;
+  const float* st_thread = ws.states + head * N * kK * V + s_row * V + (tid % kSVec) * 4;
+  const float* ub_thread = ws.U + head * N * kC * V + s_row * V + (tid % kSVec) * 4;
+  const uint32_t smem0 = uint32_t(__cvta_generic_to_shared(smem));
+  const uint32_t q_dst = smem0 + 2 * (q_row * kLdk + (tid % kQVec) * 8), k_dst = q_dst + Lay::kOffK;
+  const uint32_t slice_dst = smem0 + Lay::kOffSlices + 4 * (s_row * kLdS + (tid % kSVec) * 4);
+
   // q and k rows of chunk n (zero-filled past the end, nothing read there) and its gamma.
   auto issue_qk = [&](int64_t n) {
     const int L = rows_of(n);
-    const int64_t base = ((b * s.T + n * kC) * s.H + h) * kK;
-    const T* q_src = static_cast<const T*>(p.q) + base;
-    const T* k_src = static_cast<const T*>(p.k) + base;
-    for (int x = tid; x < kC * (kK / 8); x += kThreads) {
-      const int r = x / (kK / 8), c = (x % (kK / 8)) * 8;
-      const int64_t off = r < L ? int64_t(r) * s.H * kK + c : 0;
-      cp_async16(q_s + r * kLdk + c, q_src + off, r < L);
-      cp_async16(k_s + r * kLdk + c, k_src + off, r < L);
+    const T* q_src = static_cast<const T*>(p.q) + qk_thread + n * kC * qk_row_stride;
+    const T* k_src = static_cast<const T*>(p.k) + qk_thread + n * kC * qk_row_stride;
+#pragma unroll
+    for (int i = 0; i < kC / kQRows; ++i) {
+      const bool in = q_row + i * kQRows < L;
+      const int64_t off = i * kQRows * qk_row_stride;
+      cp_async16(q_dst + 2 * i * kQRows * kLdk, in ? q_src + off : static_cast<const T*>(p.q), in);
+      cp_async16(k_dst + 2 * i * kQRows * kLdk, in ? k_src + off : static_cast<const T*>(p.k), in);
     }
     if (tid < kC / 4) cp_async16(gamma_s + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
   };
   // Columns [j kSW, (j + 1) kSW) of chunk n's entering state (K rows) and of its U (C rows; the
   // workspace pads every chunk to 64 rows with zeros) into ring buffer `buf`.
   auto issue_slice = [&](int64_t n, int j, int buf) {
-    const int64_t chunk = head * N + n, c0 = int64_t(j) * kSW;
-    const float* st = ws.states + chunk * kK * V + c0;
-    const float* ub = ws.U + chunk * kC * V + c0;
-    float* s0 = s0_tile(buf);
-    float* u = u_tile(buf);
-    for (int x = tid; x < (kK + kC) * (kSW / 4); x += kThreads) {
-      const int r = x / (kSW / 4), c = (x % (kSW / 4)) * 4;
-      if (r < kK)
-        cp_async16(s0 + r * kLdS + c, st + int64_t(r) * V + c, true);
-      else
-        cp_async16(u + (r - kK) * kLdS + c, ub + int64_t(r - kK) * V + c, true);
-    }
+    const float* st = st_thread + n * kK * V + j * kSW;
+    const float* ub = ub_thread + n * kC * V + j * kSW;
+    const uint32_t dst = slice_dst + uint32_t(buf * Lay::kSlice);
+#pragma unroll
+    for (int i = 0; i < kK / kSRows; ++i) cp_async16(dst + 4 * i * kSRows * kLdS, st + i * kSRows * V, true);
+#pragma unroll
+    for (int i = 0; i < kC / kSRows; ++i)
+      cp_async16(dst + 4 * (kK + i * kSRows) * kLdS, ub + i * kSRows * V, true);
   };
 
   int64_t n = blockIdx.x;
