@@ -79,6 +79,7 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/bulk_copy.cuh"
 #include "kernels/decode_step.cuh"
 #include "kernels/frontend.cuh"
 
@@ -651,33 +652,13 @@ __host__ __device__ constexpr int stream_fe_floats(int nt) {
 }
 size_t stream_smem_bytes(int nt) { return size_t(kStreamStateSmem) + 2 * size_t(stream_fe_floats(nt)) * 4; }
 
-__device__ __forceinline__ uint32_t dec_smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ __forceinline__ void dec_cp_async_4(void* smem, const void* gmem) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dec_smem_addr(smem)), "l"(gmem) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(bulk::smem_addr(smem)), "l"(gmem) : "memory");
 }
-__device__ __forceinline__ void dec_mbarrier_init(uint64_t* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(dec_smem_addr(bar)) : "memory");
-}
-// `bytes` from global to shared memory by the bulk-copy engine; `bar` completes when they land.
+// One slice by one bulk copy: its barrier's one arrival announces the slice's bytes.
 __device__ __forceinline__ void dec_bulk_load(void* smem, const void* gmem, uint32_t bytes, uint64_t* bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(dec_smem_addr(bar)), "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                   dec_smem_addr(smem)),
-               "l"(gmem), "r"(bytes), "r"(dec_smem_addr(bar))
-               : "memory");
-}
-__device__ __forceinline__ void dec_mbarrier_wait(uint64_t* bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred P;\n mbarrier.try_wait.parity.shared::cta.b64 P, [%1], %2;\n selp.u32 %0, 1, 0, P;\n}\n"
-        : "=r"(done)
-        : "r"(dec_smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
+  bulk::arrive_expect_tx(bar, bytes);
+  bulk::copy(smem, gmem, bytes, bar);
 }
 
 template <typename T, typename St>
@@ -709,8 +690,8 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
   };
 
   if (tid == 0) {
-    for (int i = 0; i < stages; ++i) dec_mbarrier_init(&full[i]);
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int i = 0; i < stages; ++i) bulk::mbarrier_init<1>(&full[i]);
+    bulk::fence_mbarrier_init();
   }
   __syncthreads();
   // The slots and the state do not depend on the front end: the first copies go out now.
@@ -745,7 +726,7 @@ gdn_decode_stream_kernel(const GdnFrontEndParams p, const float* fe, int stages)
     asm volatile("cp.async.wait_all;\n" ::: "memory");
     __syncthreads();  // slice n's rows are in buffer n % 2; every thread is done with slice n - 1's
     if (n + 1 < count) copy_fe(n + 1);
-    dec_mbarrier_wait(&full[n % stages], uint32_t(n / stages) & 1u);
+    bulk::wait(&full[n % stages], uint32_t(n / stages) & 1u);
     const St* const in = reinterpret_cast<const St*>(buffer(n));
     float S[kK];
 #pragma unroll
