@@ -34,8 +34,8 @@
 //     S0 and U streamed from the workspace through a ring of slice buffers (cp.async), the next
 //     chunk's q, k, gamma copied over the current ones once they are in registers. A thread's copies
 //     have fixed offsets from a chunk's or slice's base, computed once (run 49: 513 -> 497 us at
-//     T = 16384). o is bit for
-//     bit version 2's (same products, same order per 16 x 8 tile; a test compares the bytes).
+//     T = 16384). o is bit for bit version 2's (same products, same order per 16 x 8 tile; a test
+//     compares the bytes).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
 // kernel: operands that are not inputs are never rounded to bf16/fp16 alone (below).
 // Rounding: q, k, v are exact in the dtype, so K K^T, Q K^T and every product with K, Q or V as one
