@@ -765,6 +765,17 @@ int64_t decode_static_smem(Kernel kernel) {
   return -1;
 }
 
+// The current device and its SMs, asked once per device.
+cudaError_t decode_device(int& device, int& sms) {
+  static std::atomic<int> sms_cache[kMaxDevices];  // 0: not asked yet
+  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  sms = device >= 0 && device < kMaxDevices ? sms_cache[device].load(std::memory_order_relaxed) : 0;
+  if (sms > 0) return cudaSuccess;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+  if (device >= 0 && device < kMaxDevices) sms_cache[device].store(sms, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
 // Batch rows per front-end block at T = 1 (kernel 1's kRows); T > 1 takes one row per block.
 constexpr int kFeRowsT1 = 4;
 
@@ -781,15 +792,14 @@ cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
   if (p.shape.T != 1) return cudaSuccess;
   constexpr int kSizes = kFeMaxThreads / 32;
   static std::atomic<int64_t> resident_cache[kMaxDevices][kSizes];  // 0: not asked yet
-  int device = 0;
-  if (const cudaError_t e = cudaGetDevice(&device)) return e;
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
   const int threads = int(decode_fe_threads(p.shape));
   std::atomic<int64_t>* cached =
       device >= 0 && device < kMaxDevices ? &resident_cache[device][threads / 32 - 1] : nullptr;
   int64_t resident = cached ? cached->load(std::memory_order_relaxed) : 0;
   if (resident == 0) {
-    int sms = 0, per_sm = 0;
-    if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
+    int per_sm = 0;
     if (const cudaError_t e =
             cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_frontend_kernel<T, 1>, threads, 0))
       return e;
@@ -896,17 +906,6 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
   const float* rows = fe;
   auto kernel = p.shape.K == L::kK ? gdn_decode_split_kernel<T, St, true> : gdn_decode_split_kernel<T, St, false>;
   return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
-}
-
-// The current device and its SMs, asked once per device.
-cudaError_t decode_device(int& device, int& sms) {
-  static std::atomic<int> sms_cache[kMaxDevices];  // 0: not asked yet
-  if (const cudaError_t e = cudaGetDevice(&device)) return e;
-  sms = device >= 0 && device < kMaxDevices ? sms_cache[device].load(std::memory_order_relaxed) : 0;
-  if (sms > 0) return cudaSuccess;
-  if (const cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) return e;
-  if (device >= 0 && device < kMaxDevices) sms_cache[device].store(sms, std::memory_order_relaxed);
-  return cudaSuccess;
 }
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
