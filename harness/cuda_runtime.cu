@@ -11,6 +11,7 @@
 #include "harness/gpu_runtime.h"
 #include "harness/metrics.h"
 #include "kernels/frontend.h"
+#include "kernels/wy_ut.h"
 
 namespace {
 
@@ -56,7 +57,12 @@ struct GraphExec {
 
 bool cuda_compiled() { return true; }
 
-std::string kernel_build_flags() { return gdn_decode_build_flags(); }
+std::string kernel_build_flags() {
+  std::string flags = gdn_decode_build_flags();
+  const std::string wy_ut = gdn_wy_ut_build_flags();
+  if (!wy_ut.empty()) flags += (flags.empty() ? "" : ",") + wy_ut;
+  return flags;
+}
 
 GpuInfo query_gpu() {
   GpuInfo info;

@@ -176,7 +176,8 @@ std::optional<std::string> wy_ut_unsupported(const Problem& p) {
 }
 
 std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_wy_ut, gdn_wy_ut_workspace_bytes);
+  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_wy_ut,
+                                      static_cast<size_t (*)(const GdnParams&)>(gdn_wy_ut_workspace_bytes));
 }
 
 std::optional<std::string> attn_naive_unsupported(const Problem& p) {

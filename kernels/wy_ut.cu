@@ -99,6 +99,8 @@
 // 256), so the column-pair reads of a B fragment (rows 2t, 2t+1, column g) hit 32 distinct banks.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "kernels/frontend.cuh"
@@ -679,9 +681,18 @@ struct StateLayout {
   static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
-template <typename T, int kK>
+// The two-level scan (kSeg): which groups of chunks a launch's blocks take and how (launcher
+// `states_for_k` below; the layout of the group buffers is GdnWyUtWorkspace's).
+struct ScanPass {
+  int64_t chunks_per_group = 0;  // every group but the last has this many chunks
+  int64_t first_group = 0;       // group of blockIdx.z % grid_groups == 0
+  int64_t grid_groups = 1;       // groups in this launch: gridDim.z = B x grid_groups
+  bool local = false;            // pass 1: groups >= 1 from a zero entering state, plus their transition
+};
+
+template <typename T, int kK, bool kSeg>
 __global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanPass pass) {
   using Lay = StateLayout<kK>;
   constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -692,8 +703,18 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   T* U_lo = U_hi + kC * kLdp;
 
   const GdnShape s = p.shape;
-  const int64_t V = s.V, v0 = int64_t(blockIdx.x) * kBV, hv = blockIdx.y, b = blockIdx.z;
-  const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv, N = ws.num_chunks;
+  const int64_t V = s.V, hv = blockIdx.y, N = ws.num_chunks, G = ws.scan_groups;
+  const int64_t b = kSeg ? blockIdx.z / pass.grid_groups : blockIdx.z;
+  const int64_t group = kSeg ? pass.first_group + blockIdx.z % pass.grid_groups : 0;
+  // Pass 1's groups >= 1 scan from a zero state (their R) and, in the blocks past the value
+  // slices, the identity's columns with U0 = 0 (their transition M): S_end = M S_enter + R.
+  const bool local = kSeg && pass.local && group > 0;
+  const bool transition = kSeg && int64_t(blockIdx.x) >= V / kBV;
+  if (transition && !local) return;  // group 0 starts from h0: no transition wanted
+  const int64_t v0 = (transition ? int64_t(blockIdx.x) - V / kBV : int64_t(blockIdx.x)) * kBV;
+  const int64_t h = hv / (s.HV / s.H), head = b * s.HV + hv;
+  const int64_t n_begin = kSeg ? group * pass.chunks_per_group : 0;
+  const int64_t n_end = kSeg && n_begin + pass.chunks_per_group < N ? n_begin + pass.chunks_per_group : N;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
   const int row0 = warp * (kK / 4);
 
@@ -737,42 +758,48 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
       for (int i = 0; i < kC / kWRows; ++i)
         cp_async16(w_dst_thread + stage + 4 * i * kWRows * kLdw, w_src + i * kWRows * kK, true);
     }
-    const float* u_src = u_src_thread + n * kC * V;
+    if (!transition) {  // the transition's U0 is zero
+      const float* u_src = u_src_thread + n * kC * V;
 #pragma unroll
-    for (int i = 0; i < kC / kURows; ++i)
-      cp_async16(u_dst_thread + stage + 4 * i * kURows * kLdBV, u_src + i * kURows * V, true);
+      for (int i = 0; i < kC / kURows; ++i)
+        cp_async16(u_dst_thread + stage + 4 * i * kURows * kLdBV, u_src + i * kURows * V, true);
+    }
     if (tid < kC / 4) cp_async16(g_tile(buf) + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
     cp_async_commit();
   };
 
   float S[kMT][4][4];
   {
-    const float* h0 = p.h0 ? p.h0 + head * kK * V + v0 : nullptr;
+    // The entering state (row stride V): h0 for group 0, the combined state for a later group of
+    // pass 3, zero for pass 1's local value columns; the transition's starts as the identity.
+    const float* enter = group == 0 ? p.h0 : local ? nullptr : ws.group_enters + ((head * G + group) * kK) * V;
+    if (enter) enter += head * kK * V * (group == 0) + v0;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
-          const int64_t r = row0 + 16 * mt + g + 8 * hh;
-          const float2 x = h0 ? *reinterpret_cast<const float2*>(h0 + r * V + 8 * nt + t) : make_float2(0.f, 0.f);
+          const int64_t r = row0 + 16 * mt + g + 8 * hh, c = 8 * nt + t;
+          float2 x = enter ? *reinterpret_cast<const float2*>(enter + r * V + c) : make_float2(0.f, 0.f);
+          if (transition) x = make_float2(r == v0 + c ? 1.f : 0.f, r == v0 + c + 1 ? 1.f : 0.f);
           S[mt][nt][2 * hh] = x.x;
           S[mt][nt][2 * hh + 1] = x.y;
         }
   }
 
-  if (Lay::kStages == 2) issue_copies(0, 0);
-  for (int64_t n = 0; n < N; ++n) {
+  if (Lay::kStages == 2) issue_copies(n_begin, 0);
+  for (int64_t n = n_begin; n < n_end; ++n) {
     const int64_t t0 = n * kC, chunk = head * N + n;
     const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    const int buf = Lay::kStages == 2 ? int(n & 1) : 0;
+    const int buf = Lay::kStages == 2 ? int((n - n_begin) & 1) : 0;
     if (Lay::kStages == 1) {
       __syncthreads();  // every read of the previous chunk's tiles is done
       issue_copies(n, 0);
     }
     cp_async_wait<0>();
     __syncthreads();  // chunk n's tiles are visible; the previous step's reads are done
-    if (Lay::kStages == 2 && n + 1 < N) issue_copies(n + 1, buf ^ 1);
+    if (Lay::kStages == 2 && n + 1 < n_end) issue_copies(n + 1, buf ^ 1);
     const T* k_s = k_tile(buf);
     const float* W_s = w_tile(buf);
     const float* U0_s = u_tile(buf);
@@ -792,7 +819,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
             split2<T>(x.x, x.y, hi, lo);
             *reinterpret_cast<uint32_t*>(S_hi + r * kLdp + c) = hi;
             *reinterpret_cast<uint32_t*>(S_lo + r * kLdp + c) = lo;
-            *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
+            if (!local) *reinterpret_cast<float2*>(st + int64_t(r) * V + c) = x;
           }
     }
     __syncthreads();
@@ -804,7 +831,8 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float2 x = *reinterpret_cast<const float2*>(U0_s + (16 * warp + g + 8 * hh) * kLdBV + 8 * nt + t);
+        const float2 x = transition ? make_float2(0.f, 0.f)
+                                    : *reinterpret_cast<const float2*>(U0_s + (16 * warp + g + 8 * hh) * kLdBV + 8 * nt + t);
         u[nt][2 * hh] = x.x;
         u[nt][2 * hh + 1] = x.y;
       }
@@ -843,7 +871,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
       for (int nt = 0; nt < 4; ++nt) {
         const int c = 8 * nt + t;
         const float u0 = u[nt][2 * hh], u1 = u[nt][2 * hh + 1];
-        *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u0, u1);
+        if (!local) *reinterpret_cast<float2*>(Ub + int64_t(r) * V + c) = make_float2(u0, u1);
         uint32_t hi, lo;
         split2<T>(d * u0, d * u1, hi, lo);
         *reinterpret_cast<uint32_t*>(U_hi + r * kLdp + c) = hi;
@@ -881,8 +909,16 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
     }
   }
 
-  if (p.hT) {
-    float* hT = p.hT + head * kK * V + v0;
+  // Where the final state goes: hT after the last chunk; else (two-level scan) pass 1's local
+  // group to its R or M columns of group_ends, pass 1's group 0 to the state entering group 1.
+  float* end = nullptr;
+  int64_t ld = V;
+  if (n_end == N) end = p.hT ? p.hT + head * kK * V + v0 : nullptr;
+  else if (local) {
+    ld = V + kK;
+    end = ws.group_ends + (head * G + group) * kK * ld + (transition ? V : 0) + v0;
+  } else if (kSeg && pass.local) end = ws.group_enters + ((head * G + group + 1) * kK) * V + v0;
+  if (end) {
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -890,8 +926,75 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
 #pragma unroll
         for (int hh = 0; hh < 2; ++hh) {
           const int64_t r = row0 + 16 * mt + g + 8 * hh;
-          *reinterpret_cast<float2*>(hT + r * V + 8 * nt + t) = make_float2(S[mt][nt][2 * hh], S[mt][nt][2 * hh + 1]);
+          *reinterpret_cast<float2*>(end + r * ld + 8 * nt + t) = make_float2(S[mt][nt][2 * hh], S[mt][nt][2 * hh + 1]);
         }
+  }
+}
+
+// The two-level scan's middle pass: the state entering each group g >= 2, from the one entering
+// g - 1 and that group's local end: E_g = M_{g-1} E_{g-1} + R_{g-1} (float32 FMAs, a fixed order).
+// One block per (b, hv, 32 value columns), sequential over the groups. Thread i holds rows
+// [kRows (i / 8), kRows (i / 8 + 1)) of columns [4 (i % 8), 4 (i % 8) + 4); E_{g-1}'s slice sits in
+// shared memory, M's columns come through it 16 at a time, transposed so a thread's rows are
+// consecutive.
+template <int kK>
+struct CombineLayout {
+  static constexpr int kRows = kK / 16, kSlab = 16;
+  static constexpr int kLdE = kBV + 4, kLdM = kK + 4;
+  static constexpr int kBytes = (kK * kLdE + kSlab * kLdM) * 4;
+};
+
+template <int kK>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_group_combine_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  using Lay = CombineLayout<kK>;
+  constexpr int kRows = Lay::kRows, kLdE = Lay::kLdE, kLdM = Lay::kLdM;
+  extern __shared__ __align__(16) unsigned char smem[];
+  float* E_s = reinterpret_cast<float*>(smem);  // [K][kLdE]
+  float* Mt_s = E_s + kK * kLdE;                // [kSlab][kLdM]: M's columns j0.. as rows
+  const int64_t V = p.shape.V, G = ws.scan_groups, ld_end = V + kK;
+  const int64_t head = int64_t(blockIdx.z) * p.shape.HV + blockIdx.y, v0 = int64_t(blockIdx.x) * kBV;
+  const int tid = threadIdx.x, r0 = (tid / 8) * kRows, c0 = (tid % 8) * 4;
+  const float* enter1 = ws.group_enters + (head * G + 1) * kK * V + v0;
+  for (int i = tid; i < kK * 8; i += kThreads)
+    *reinterpret_cast<float4*>(E_s + (i / 8) * kLdE + (i % 8) * 4) =
+        *reinterpret_cast<const float4*>(enter1 + int64_t(i / 8) * V + (i % 8) * 4);
+  for (int64_t grp = 2; grp < G; ++grp) {
+    const float* ends = ws.group_ends + (head * G + grp - 1) * kK * ld_end;  // R | M of group grp - 1
+    float acc[kRows][4];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float4 x = *reinterpret_cast<const float4*>(ends + int64_t(r0 + i) * ld_end + v0 + c0);
+      acc[i][0] = x.x, acc[i][1] = x.y, acc[i][2] = x.z, acc[i][3] = x.w;
+    }
+    for (int j0 = 0; j0 < kK; j0 += Lay::kSlab) {
+      __syncthreads();  // E_s written; the previous slab read
+      for (int i = tid; i < kK * Lay::kSlab; i += kThreads) {
+        const int r = i / Lay::kSlab, j = i % Lay::kSlab;
+        Mt_s[j * kLdM + r] = ends[int64_t(r) * ld_end + V + j0 + j];
+      }
+      __syncthreads();
+#pragma unroll 4
+      for (int j = 0; j < Lay::kSlab; ++j) {
+        const float4 e = *reinterpret_cast<const float4*>(E_s + (j0 + j) * kLdE + c0);
+#pragma unroll
+        for (int i = 0; i < kRows; ++i) {
+          const float m = Mt_s[j * kLdM + r0 + i];
+          acc[i][0] = fmaf(m, e.x, acc[i][0]);
+          acc[i][1] = fmaf(m, e.y, acc[i][1]);
+          acc[i][2] = fmaf(m, e.z, acc[i][2]);
+          acc[i][3] = fmaf(m, e.w, acc[i][3]);
+        }
+      }
+    }
+    __syncthreads();  // every read of E_{g-1} is done
+    float* enter = ws.group_enters + (head * G + grp) * kK * V + v0;
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float4 x = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+      *reinterpret_cast<float4*>(E_s + (r0 + i) * kLdE + c0) = x;
+      *reinterpret_cast<float4*>(enter + int64_t(r0 + i) * V + c0) = x;
+    }
   }
 }
 
@@ -1227,13 +1330,73 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
   return cudaGetLastError();
 }
 
+// The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
+// (gdn_wy_ut_scan_groups in kernels/wy_ut.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// its U, states and the state entering group 1; the others their R and M), the combine for the
+// states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 template <typename T, int kK>
 cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
   const int bytes = StateLayout<kK>::kBytes;
-  if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK>, bytes)) return e;
-  const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
-  gdn_wy_ut_state_kernel<T, kK><<<grid, kThreads, bytes, stream>>>(p, ws);
+  const unsigned slices = unsigned(p.shape.V / kBV), HV = unsigned(p.shape.HV);
+  const int64_t G = ws.scan_groups;
+  if (G <= 1) {
+    if (const cudaError_t e = allow_smem(gdn_wy_ut_state_kernel<T, kK, false>, bytes)) return e;
+    gdn_wy_ut_state_kernel<T, kK, false><<<dim3(slices, HV, unsigned(p.shape.B)), kThreads, bytes, stream>>>(
+        p, ws, ScanPass());
+    return cudaGetLastError();
+  }
+  const auto scan = gdn_wy_ut_state_kernel<T, kK, true>;
+  if (const cudaError_t e = allow_smem(scan, bytes)) return e;
+  ScanPass pass;
+  pass.chunks_per_group = (ws.num_chunks + G - 1) / G;
+  pass.grid_groups = G - 1;
+  pass.local = true;
+  const unsigned z = unsigned(p.shape.B * (G - 1));
+  scan<<<dim3(slices + kK / kBV, HV, z), kThreads, bytes, stream>>>(p, ws, pass);
+  if (const cudaError_t e = cudaGetLastError()) return e;
+  if (G > 2) {
+    const int combine_bytes = CombineLayout<kK>::kBytes;
+    if (const cudaError_t e = allow_smem(gdn_wy_ut_group_combine_kernel<kK>, combine_bytes)) return e;
+    gdn_wy_ut_group_combine_kernel<kK><<<dim3(slices, HV, unsigned(p.shape.B)), kThreads, combine_bytes, stream>>>(
+        p, ws);
+    if (const cudaError_t e = cudaGetLastError()) return e;
+  }
+  pass.first_group = 1;
+  pass.local = false;
+  scan<<<dim3(slices, HV, z), kThreads, bytes, stream>>>(p, ws, pass);
   return cudaGetLastError();
+}
+
+// Scan blocks the current device holds at once at this dtype and K (SMs x blocks per SM), asked
+// once per (device, dtype, K) and kept; 0 when there is no device to ask.
+template <typename T, int kK>
+int64_t scan_resident_blocks() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int64_t> cache[kMaxDevices];  // 0: not asked yet
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();  // no device: leave no error behind for a later launch check
+    return 0;
+  }
+  const bool keep = device >= 0 && device < kMaxDevices;
+  if (keep)
+    if (const int64_t r = cache[device].load(std::memory_order_relaxed)) return r;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      allow_smem(gdn_wy_ut_state_kernel<T, kK, false>, StateLayout<kK>::kBytes) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_wy_ut_state_kernel<T, kK, false>, kThreads,
+                                                    StateLayout<kK>::kBytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  const int64_t resident = int64_t(sms) * per_sm;
+  if (keep) cache[device].store(resident, std::memory_order_relaxed);
+  return resident;
+}
+
+template <typename T>
+int64_t scan_resident_blocks_for_k(int64_t K) {
+  return K == 64 ? scan_resident_blocks<T, 64>() : K == 128 ? scan_resident_blocks<T, 128>()
+                                                            : scan_resident_blocks<T, 256>();
 }
 
 template <typename T>
@@ -1296,7 +1459,39 @@ cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
 }
 
 bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
-  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta);
+  const bool groups_ok = ws.scan_groups == 1 ||
+                         (ws.scan_groups > 1 && ws.scan_groups <= ws.num_chunks && ws.group_ends &&
+                          ws.group_enters && p.shape.B * (ws.scan_groups - 1) <= 65535 &&
+                          // every group has chunks: G = ceil(N / ceil(N / G))
+                          (ws.num_chunks + (ws.num_chunks + ws.scan_groups - 1) / ws.scan_groups - 1) /
+                                  ((ws.num_chunks + ws.scan_groups - 1) / ws.scan_groups) ==
+                              ws.scan_groups);
+  return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta) && groups_ok;
+}
+
+// A measurement build can force the two-level scan's groups (0: gdn_wy_ut_scan_groups decides).
+#ifndef GDNBENCH_WY_UT_SCAN_GROUPS
+#define GDNBENCH_WY_UT_SCAN_GROUPS 0
+#endif
+constexpr int64_t kForcedScanGroups = GDNBENCH_WY_UT_SCAN_GROUPS;
+#define GDNBENCH_STRINGIFY2(x) #x
+#define GDNBENCH_STRINGIFY(x) GDNBENCH_STRINGIFY2(x)
+
+// `requested` groups (0: the build's forced count, else the device's choice), at most one per
+// chunk and within the grid's z limit, then the fewest groups of the same chunks per group.
+int64_t resolve_scan_groups(const GdnParams& p, int64_t requested) {
+  if (gdn_wy_ut_shape_unsupported(p)) return 1;
+  const int64_t N = num_chunks(p);
+  int64_t G = requested > 0 ? requested : kForcedScanGroups > 0 ? kForcedScanGroups : 0;
+  if (G == 0) {
+    const int64_t resident = p.dtype == DType::bf16 ? scan_resident_blocks_for_k<__nv_bfloat16>(p.shape.K)
+                                                    : scan_resident_blocks_for_k<__half>(p.shape.K);
+    G = gdn_wy_ut_scan_groups(p.shape, resident);
+  }
+  G = std::min({G, N, 65535 / p.shape.B + 1});
+  if (G <= 1) return 1;
+  const int64_t per_group = (N + G - 1) / G;
+  return (N + per_group - 1) / per_group;
 }
 
 }  // namespace
@@ -1329,15 +1524,45 @@ GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype) {
   return gp;
 }
 
-size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) {
-  const GdnShape& s = p.shape;
-  const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
-  return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
-         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4);
+int64_t gdn_wy_ut_scan_groups(const GdnShape& s, int64_t resident_blocks) {
+  if (resident_blocks < 1 || s.B < 1 || s.HV < 1 || s.K < kBV || s.V < kBV || s.T < 1) return 1;
+  const int64_t N = (s.T + kC - 1) / kC, heads = s.B * s.HV, value = s.V / kBV, transition = s.K / kBV;
+  auto waves = [&](int64_t blocks) { return (blocks + resident_blocks - 1) / resident_blocks; };
+  const int64_t plain = waves(value * heads) * N;
+  int64_t best = plain, best_groups = 1;
+  for (int64_t G = 3; G <= 32 && G <= N / 8; ++G) {
+    const int64_t per_group = (N + G - 1) / G;
+    if ((N + per_group - 1) / per_group != G) continue;  // an empty group: a smaller G has the same steps
+    const int64_t pass1 = waves(((G - 1) * value + (G - 2) * transition) * heads);
+    const int64_t pass3 = waves((G - 1) * value * heads);
+    // Steps: both passes' waves, the combine (~1 step a group) and its and pass 3's launches (~2).
+    const int64_t cost = (pass1 + pass3) * per_group + (G - 2) + 2;
+    if (cost < best) best = cost, best_groups = G;
+  }
+  return 5 * best <= 4 * plain ? best_groups : 1;
 }
 
-// Parts in order: gamma, W, U, the entering states.
-GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
+int64_t gdn_wy_ut_scan_groups_for(const GdnParams& p) { return resolve_scan_groups(p, 0); }
+
+namespace {
+// The two-level scan's buffers: R | M per group, then the entering states.
+size_t group_ends_bytes(const GdnShape& s, int64_t G) { return align256(size_t(s.B * s.HV * G * s.K * (s.V + s.K)) * 4); }
+size_t group_enters_bytes(const GdnShape& s, int64_t G) { return align256(size_t(s.B * s.HV * G * s.K * s.V) * 4); }
+}  // namespace
+
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p, int64_t scan_groups) {
+  const GdnShape& s = p.shape;
+  const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
+  const int64_t G = resolve_scan_groups(p, scan_groups);
+  return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
+         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4) +
+         (G > 1 ? group_ends_bytes(s, G) + group_enters_bytes(s, G) : 0);
+}
+
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p) { return gdn_wy_ut_workspace_bytes(p, 0); }
+
+// Parts in order: gamma, W, U, the entering states, with groups the group ends and enters.
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, int64_t scan_groups) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
   auto* base = static_cast<unsigned char*>(workspace);
@@ -1350,7 +1575,18 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace) {
   ws.U = reinterpret_cast<float*>(base);
   base += align256(chunks * kC * size_t(s.V) * 4);
   ws.states = reinterpret_cast<float*>(base);
+  ws.scan_groups = resolve_scan_groups(p, scan_groups);
+  if (ws.scan_groups > 1) {
+    base += align256(chunks * size_t(s.K * s.V) * 4);
+    ws.group_ends = reinterpret_cast<float*>(base);
+    base += group_ends_bytes(s, ws.scan_groups);
+    ws.group_enters = reinterpret_cast<float*>(base);
+  }
   return ws;
+}
+
+const char* gdn_wy_ut_build_flags() {
+  return kForcedScanGroups > 0 ? "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS) : "";
 }
 
 namespace {

@@ -30,6 +30,13 @@ struct GdnWyUtWorkspace {
                             //                   overwrites it in place by U = U0 - W S0 (stage 3
                             //                   reads it)
   float* states = nullptr;  // [B, HV, N, K, V]  state entering each chunk (stage 2, for stage 3)
+  // The two-level scan (gdn_wy_ut_scan_groups): stage 2 over scan_groups groups of chunks. With
+  // one group, the plain sequential scan, and these two are null (not in the workspace).
+  int64_t scan_groups = 1;
+  float* group_ends = nullptr;    // [B, HV, G, K, V + K]  a group's end state from a zero entering
+                                  //   state (R, columns < V) and its transition (M, the last K):
+                                  //   S_end = M S_enter + R (groups 1 .. G - 2)
+  float* group_enters = nullptr;  // [B, HV, G, K, V]  the state entering each group (1 .. G - 1)
   // Optional, for tests (nullptr in normal runs; not part of the workspace size): stage 1 also
   // writes A and Tm = (I + A)^-1 here, [B, HV, N, C, C], rows past the sequence end zero.
   float* A = nullptr;
@@ -40,17 +47,33 @@ struct GdnWyUtWorkspace {
 // workspace sizes read, for callers that start from a GdnShape (the front-end variants).
 GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype);
 
-// Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned).
-size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);
-// The parts of a workspace of gdn_wy_ut_workspace_bytes(p) bytes at `workspace`.
-GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace);
+// Groups of chunks of the two-level state scan, from the shape and the scan blocks the device
+// holds at once (resident_blocks: SMs x blocks per SM). The scan is N sequential steps on
+// V/32 x HV x B blocks; where those leave most SMs idle, G groups cut the chain to ~2N/G steps:
+// pass 1 scans groups 0 .. G-2 at once (group 0 from h0; the others from a zero state, plus their
+// K x K transition as K/32 more blocks), a small pass chains the groups' entering states, pass 3
+// scans groups 1 .. G-1 from them. 1 (the plain scan) unless a cost model in scan steps, waves of
+// resident blocks included, says G saves a fifth or more; groups of >= 8 chunks, G <= 32.
+int64_t gdn_wy_ut_scan_groups(const GdnShape& shape, int64_t resident_blocks);
+
+// Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned). scan_groups: 0 takes
+// gdn_wy_ut_scan_groups for the current device (1 without one), which the view and the launchers
+// then also take; another value forces that many groups (at most the chunks), for tests and
+// measurements. The same scan_groups must be given to both.
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p, int64_t scan_groups);
+size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);  // scan_groups 0
+// The parts of a workspace of gdn_wy_ut_workspace_bytes(p, scan_groups) bytes at `workspace`.
+GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, int64_t scan_groups = 0);
+// The groups that scan_groups = 0 means for p on the current device (what the workspace holds).
+int64_t gdn_wy_ut_scan_groups_for(const GdnParams& p);
 
 // The stages, each one kernel launch (return cudaError_t as int, 0 = success):
 //   1 prepare: per (b, hv, chunk): gamma, A, Tm, W, U0; blocks_per_head blocks per (b, hv), as
 //              output's (0: gdn_wy_ut_output_blocks_per_head for the device). The workspace does
 //              not depend on the choice.
 //   2 states:  per (b, hv, 32 value columns), sequential over chunks: U, entering states, hT
-//              (needs ws.states; any K).
+//              (needs ws.states; any K); as ws.scan_groups passes of the two-level scan when it
+//              is above 1 (three launches).
 //   3 output:  o (needs ws.states and U from stage 2; any K); blocks_per_head blocks per (b, hv),
 //              block x taking chunks x, x + blocks_per_head, ... (more than the chunks: one per
 //              chunk); 0 picks gdn_wy_ut_output_blocks_per_head for the device. o does not depend
@@ -71,6 +94,10 @@ int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, 
 // resident_blocks over the heads (at least 1, at most num_chunks), then the fewest that keep the
 // same chunks per block, so every block of a head gets the same number of chunks or one less.
 int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks);
+
+// The build's wy_ut knob when it differs from its default (GDNBENCH_WY_UT_SCAN_GROUPS, forcing
+// the scan's groups), as "name=value"; "" in a default build. Part of every CSV row's git_sha.
+const char* gdn_wy_ut_build_flags();
 
 // prepare + states + output on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.

@@ -104,13 +104,23 @@ struct Outcome {
   TensorMetrics o, ht;
 };
 
-// The whole launcher on one problem, against the float64 recurrence.
-Outcome run_wy_ut(const Problem& pr) {
+// The whole launcher on one problem, against the float64 recurrence. scan_groups > 0: the three
+// stages with the state scan forced to that many groups (two-level above 1), which it must take.
+Outcome run_wy_ut(const Problem& pr, int64_t scan_groups = 0) {
   const HostInputs in = make_inputs(pr);
   DeviceGdn d(pr, in);
   REQUIRE(gdn_wy_ut_unsupported(d.params) == nullptr);
-  DeviceBuffer ws(gdn_wy_ut_workspace_bytes(d.params));
-  REQUIRE(launch_gdn_wy_ut(d.params, ws.get(), nullptr) == 0);
+  DeviceBuffer ws(gdn_wy_ut_workspace_bytes(d.params, scan_groups));
+  poison_device_buffer(ws.get(), int64_t(ws.bytes() / 4), DType::f32, nullptr);
+  if (scan_groups == 0) {
+    REQUIRE(launch_gdn_wy_ut(d.params, ws.get(), nullptr) == 0);
+  } else {
+    const GdnWyUtWorkspace view = gdn_wy_ut_workspace_view(d.params, ws.get(), scan_groups);
+    REQUIRE(view.scan_groups == scan_groups);
+    REQUIRE(launch_gdn_wy_ut_prepare(d.params, view, nullptr) == 0);
+    REQUIRE(launch_gdn_wy_ut_states(d.params, view, nullptr) == 0);
+    REQUIRE(launch_gdn_wy_ut_output(d.params, view, nullptr) == 0);
+  }
   CUDA_CHECK(cudaDeviceSynchronize());
   const GdnRefOutputs ref = gdn_recurrent_ref(pr.shape, to_f64(in).view(), ref_options(pr));
   const GdnShape& s = pr.shape;
@@ -169,18 +179,29 @@ TEST_CASE("wy_ut refuses fp32 and shapes it does not support, without touching t
 
 TEST_CASE("wy_ut's workspace parts are aligned, disjoint and inside the workspace", "[wy_ut]") {
   const int64_t K = GENERATE(128, 256);
+  const int64_t groups = GENERATE(1, 3);  // the plain scan; the two-level scan's group buffers
   GdnParams p;
   p.shape = GdnShape{2, 130, 1, 3, K, 96};
-  const size_t bytes = gdn_wy_ut_workspace_bytes(p);
+  p.dtype = DType::bf16;
+  p.chunk = kWyUtChunk;
+  const size_t bytes = gdn_wy_ut_workspace_bytes(p, groups);
   std::vector<unsigned char> buffer(bytes + 256);
   unsigned char* base = buffer.data() + (256 - reinterpret_cast<uintptr_t>(buffer.data()) % 256);
-  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base);
-  const int64_t chunks = 2 * 3 * 3;  // B HV ceil(130 / 64)
-  INFO("K " << K);
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, base, groups);
+  const int64_t chunks = 2 * 3 * 3, heads = 2 * 3;  // B HV ceil(130 / 64)
+  INFO("K " << K << " groups " << groups);
   CHECK(ws.num_chunks == 3);
+  CHECK(ws.scan_groups == groups);
   struct Part { const float* ptr; int64_t elems; };
-  const std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96},
-                                   {ws.states, chunks * K * 96}};
+  std::vector<Part> parts = {{ws.gamma, chunks * 64}, {ws.W, chunks * 64 * K}, {ws.U, chunks * 64 * 96},
+                             {ws.states, chunks * K * 96}};
+  if (groups > 1) {
+    parts.push_back({ws.group_ends, heads * groups * K * (96 + K)});
+    parts.push_back({ws.group_enters, heads * groups * K * 96});
+  } else {
+    CHECK(ws.group_ends == nullptr);
+    CHECK(ws.group_enters == nullptr);
+  }
   const auto at = [&](const float* x) { return reinterpret_cast<const unsigned char*>(x) - base; };
   int64_t end = 0;
   for (const Part& pt : parts) {
@@ -435,6 +456,42 @@ TEST_CASE("wy_ut covers grouped value heads, DeltaNet and gated linear attention
   check_outcome(pr, run_wy_ut(pr));
 }
 
+TEST_CASE("wy_ut's two-level scan matches the float64 recurrence, whatever its groups", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  // T = 1000: 16 chunks, the last of 40 rows; groups of 8, 6, 4, 3 and 1 chunks (the last group
+  // shorter at 6 and 3), with two groups the passes' edge case (pass 1 is group 0 alone, no combine).
+  const int64_t groups = GENERATE(2, 3, 4, 6, 16);
+  const auto KV = GENERATE(std::pair<int64_t, int64_t>{64, 64}, std::pair<int64_t, int64_t>{128, 96},
+                           std::pair<int64_t, int64_t>{256, 64});
+  const bool h0 = GENERATE(false, true);
+  const bool delta = GENERATE(false, true);
+  Problem pr;
+  pr.shape = GdnShape{2, 1000, 1, 2, KV.first, KV.second};
+  pr.dtype = DType::bf16;
+  pr.use_h0 = h0;
+  pr.use_delta = delta;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " groups " << groups << " K " << KV.first << " V " << KV.second << " h0 " << h0
+               << " delta " << delta);
+  check_outcome(pr, run_wy_ut(pr, groups));
+}
+
+TEST_CASE("wy_ut's two-level scan keeps the error at the rounding floor with strong decay and fp16",
+          "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const int dist = GENERATE(0, 1);
+  Problem pr;
+  pr.shape = GdnShape{1, 4096, 2, 4, 128, 128};  // 64 chunks in 8 groups
+  pr.dtype = DType::f16;
+  pr.use_h0 = true;
+  if (dist == 1) pr.gate_dist = GateDist::strong;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " " << pr.distributions());
+  const Outcome r = run_wy_ut(pr, 8);
+  check_outcome(pr, r);
+  CHECK(r.o.err_vs_floor <= 1.2);
+}
+
 TEST_CASE("wy_ut stays finite and accurate under strong decay and extreme beta", "[gpu][wy_ut]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
@@ -542,6 +599,31 @@ TEST_CASE("wy_ut's output blocks per head fill one wave and share the chunks eve
   // The fewest blocks for their chunks per block: one block less would need more.
   const int64_t per_block = (chunks + g - 1) / g;
   if (g > 1) CHECK((chunks + g - 2) / (g - 1) > per_block);
+}
+
+TEST_CASE("wy_ut's scan takes groups only where its blocks leave most of the device idle", "[wy_ut]") {
+  // An H200: 132 SMs, one scan block each at K = 128.
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 32, 32, 128, 128}, 132) == 1);  // 128 blocks: full
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 65536, 16, 32, 128, 128}, 132) == 1);
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 4, 4, 128, 128}, 132) > 2);     // 16 blocks
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 8, 8, 128, 128}, 132) > 2);     // 32 blocks
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 1024, 4, 4, 128, 128}, 132) == 1);     // 16 chunks: too few
+  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 4, 4, 128, 128}, 0) == 1);      // no device
+  const int64_t T = GENERATE(64, 1000, 8192, 65536, 1 << 20);
+  const int64_t HV = GENERATE(1, 2, 8, 32, 64);
+  const int64_t KV = GENERATE(64, 128, 256);
+  const int64_t resident = GENERATE(1, 132, 264);
+  const int64_t G = gdn_wy_ut_scan_groups(GdnShape{1, T, 1, HV, KV, KV}, resident);
+  const int64_t N = (T + 63) / 64;
+  INFO("T " << T << " HV " << HV << " K = V = " << KV << " resident " << resident << " -> " << G);
+  CHECK(G >= 1);
+  CHECK(G <= 32);
+  if (G > 1) {
+    CHECK(G >= 3);
+    CHECK(N / G >= 8);                                         // groups of >= 8 chunks
+    CHECK((N + (N + G - 1) / G - 1) / ((N + G - 1) / G) == G);  // none empty
+    CHECK(HV * KV / 32 * 3 <= resident);  // the plain scan left two thirds of the blocks' room idle
+  }
 }
 
 TEST_CASE("wy_ut accepts a supported shape before any buffer exists (the registry's question)", "[wy_ut]") {
