@@ -933,67 +933,92 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
 
 // The two-level scan's middle pass: the state entering each group g >= 2, from the one entering
 // g - 1 and that group's local end: E_g = M_{g-1} E_{g-1} + R_{g-1} (float32 FMAs, a fixed order).
-// One block per (b, hv, 32 value columns), sequential over the groups. Thread i holds rows
-// [kRows (i / 8), kRows (i / 8 + 1)) of columns [4 (i % 8), 4 (i % 8) + 4); E_{g-1}'s slice sits in
-// shared memory, M's columns come through it 16 at a time, transposed so a thread's rows are
-// consecutive.
+// One block per (b, hv, kCombineCols value columns), sequential over the groups: narrow slices, so
+// that the chain's work per group is spread over many SMs. M and R do not depend on the chain, so
+// they stream through two cp.async stages (M in slabs of 64 columns, R's slice with a group's first
+// slab) while the chain computes; E_{g-1}'s slice stays in shared memory. Thread i holds rows
+// i / 2 + 64 m of columns [4 (i % 2), 4 (i % 2) + 4). (Run 52's first form: 32 columns a block and
+// one dependent round trip per 16 of M's columns, 23 us a group at K = 128.)
+constexpr int kCombineCols = 8;
+
 template <int kK>
 struct CombineLayout {
-  static constexpr int kRows = kK / 16, kSlab = 16;
-  static constexpr int kLdE = kBV + 4, kLdM = kK + 4;
-  static constexpr int kBytes = (kK * kLdE + kSlab * kLdM) * 4;
+  static constexpr int kJ = 64, kSlabs = kK / kJ;  // M's columns per slab
+  static constexpr int kLdE = kCombineCols + 4, kLdM = kJ + 4;  // rows 16-byte aligned
+  static constexpr int kE = kK * kLdE * 4, kM = kK * kLdM * 4;
+  static constexpr int kStage = kM + kE;  // M's slab, then R's slice (E's layout)
+  static constexpr int kBytes = kE + 2 * kStage;
+  static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
 template <int kK>
 __global__ void __launch_bounds__(kThreads)
 gdn_wy_ut_group_combine_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   using Lay = CombineLayout<kK>;
-  constexpr int kRows = Lay::kRows, kLdE = Lay::kLdE, kLdM = Lay::kLdM;
+  constexpr int kRows = kK / 64, kJ = Lay::kJ, kLdE = Lay::kLdE, kLdM = Lay::kLdM, kVec = kCombineCols / 4;
   extern __shared__ __align__(16) unsigned char smem[];
   float* E_s = reinterpret_cast<float*>(smem);  // [K][kLdE]
-  float* Mt_s = E_s + kK * kLdE;                // [kSlab][kLdM]: M's columns j0.. as rows
+  auto M_s = [&](int buf) { return reinterpret_cast<float*>(smem + Lay::kE + buf * Lay::kStage); };
+  auto R_s = [&](int buf) { return reinterpret_cast<float*>(smem + Lay::kE + buf * Lay::kStage + Lay::kM); };
   const int64_t V = p.shape.V, G = ws.scan_groups, ld_end = V + kK;
-  const int64_t head = int64_t(blockIdx.z) * p.shape.HV + blockIdx.y, v0 = int64_t(blockIdx.x) * kBV;
-  const int tid = threadIdx.x, r0 = (tid / 8) * kRows, c0 = (tid % 8) * 4;
+  const int64_t head = int64_t(blockIdx.z) * p.shape.HV + blockIdx.y, v0 = int64_t(blockIdx.x) * kCombineCols;
+  const int tid = threadIdx.x, r0 = tid / kVec, c0 = (tid % kVec) * 4;
+  const int64_t items = (G - 2) * Lay::kSlabs;  // (group, slab) in order
+  // Item q: slab q % kSlabs of M_{g-1}, g = 2 + q / kSlabs, and with its first slab R_{g-1}.
+  auto issue = [&](int64_t q, int buf) {
+    const float* ends = ws.group_ends + (head * G + 1 + q / Lay::kSlabs) * kK * ld_end;
+    const int j0 = int(q % Lay::kSlabs) * kJ;
+    for (int i = tid; i < kK * (kJ / 4); i += kThreads) {
+      const int r = i / (kJ / 4), c = (i % (kJ / 4)) * 4;
+      cp_async16(M_s(buf) + r * kLdM + c, ends + int64_t(r) * ld_end + V + j0 + c, true);
+    }
+    if (j0 == 0)
+      for (int i = tid; i < kK * kVec; i += kThreads) {
+        const int r = i / kVec, c = (i % kVec) * 4;
+        cp_async16(R_s(buf) + r * kLdE + c, ends + int64_t(r) * ld_end + v0 + c, true);
+      }
+    cp_async_commit();
+  };
+  if (items > 0) issue(0, 0);
   const float* enter1 = ws.group_enters + (head * G + 1) * kK * V + v0;
-  for (int i = tid; i < kK * 8; i += kThreads)
-    *reinterpret_cast<float4*>(E_s + (i / 8) * kLdE + (i % 8) * 4) =
-        *reinterpret_cast<const float4*>(enter1 + int64_t(i / 8) * V + (i % 8) * 4);
-  for (int64_t grp = 2; grp < G; ++grp) {
-    const float* ends = ws.group_ends + (head * G + grp - 1) * kK * ld_end;  // R | M of group grp - 1
-    float acc[kRows][4];
+  for (int i = tid; i < kK * kVec; i += kThreads)
+    *reinterpret_cast<float4*>(E_s + (i / kVec) * kLdE + (i % kVec) * 4) =
+        *reinterpret_cast<const float4*>(enter1 + int64_t(i / kVec) * V + (i % kVec) * 4);
+  float acc[kRows][4];
+  for (int64_t q = 0; q < items; ++q) {
+    const int buf = int(q & 1), j0 = int(q % Lay::kSlabs) * kJ;
+    cp_async_wait<0>();
+    __syncthreads();  // item q visible; E_s written; every read of the other stage done
+    if (q + 1 < items) issue(q + 1, buf ^ 1);
+    if (j0 == 0) {
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const float4 x = *reinterpret_cast<const float4*>(ends + int64_t(r0 + i) * ld_end + v0 + c0);
-      acc[i][0] = x.x, acc[i][1] = x.y, acc[i][2] = x.z, acc[i][3] = x.w;
-    }
-    for (int j0 = 0; j0 < kK; j0 += Lay::kSlab) {
-      __syncthreads();  // E_s written; the previous slab read
-      for (int i = tid; i < kK * Lay::kSlab; i += kThreads) {
-        const int r = i / Lay::kSlab, j = i % Lay::kSlab;
-        Mt_s[j * kLdM + r] = ends[int64_t(r) * ld_end + V + j0 + j];
-      }
-      __syncthreads();
-#pragma unroll 4
-      for (int j = 0; j < Lay::kSlab; ++j) {
-        const float4 e = *reinterpret_cast<const float4*>(E_s + (j0 + j) * kLdE + c0);
-#pragma unroll
-        for (int i = 0; i < kRows; ++i) {
-          const float m = Mt_s[j * kLdM + r0 + i];
-          acc[i][0] = fmaf(m, e.x, acc[i][0]);
-          acc[i][1] = fmaf(m, e.y, acc[i][1]);
-          acc[i][2] = fmaf(m, e.z, acc[i][2]);
-          acc[i][3] = fmaf(m, e.w, acc[i][3]);
-        }
+      for (int m = 0; m < kRows; ++m) {
+        const float4 x = *reinterpret_cast<const float4*>(R_s(buf) + (r0 + 64 * m) * kLdE + c0);
+        acc[m][0] = x.x, acc[m][1] = x.y, acc[m][2] = x.z, acc[m][3] = x.w;
       }
     }
-    __syncthreads();  // every read of E_{g-1} is done
-    float* enter = ws.group_enters + (head * G + grp) * kK * V + v0;
+    const float* M = M_s(buf);
+#pragma unroll 8
+    for (int j = 0; j < kJ; ++j) {
+      const float4 e = *reinterpret_cast<const float4*>(E_s + (j0 + j) * kLdE + c0);
 #pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const float4 x = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
-      *reinterpret_cast<float4*>(E_s + (r0 + i) * kLdE + c0) = x;
-      *reinterpret_cast<float4*>(enter + int64_t(r0 + i) * V + c0) = x;
+      for (int m = 0; m < kRows; ++m) {
+        const float w = M[(r0 + 64 * m) * kLdM + j];
+        acc[m][0] = fmaf(w, e.x, acc[m][0]);
+        acc[m][1] = fmaf(w, e.y, acc[m][1]);
+        acc[m][2] = fmaf(w, e.z, acc[m][2]);
+        acc[m][3] = fmaf(w, e.w, acc[m][3]);
+      }
+    }
+    if (j0 + kJ == kK) {  // group g done: E_g replaces E_{g-1}
+      __syncthreads();    // every read of E_{g-1} is done
+      float* enter = ws.group_enters + (head * G + 2 + q / Lay::kSlabs) * kK * V + v0;
+#pragma unroll
+      for (int m = 0; m < kRows; ++m) {
+        const float4 x = make_float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]);
+        *reinterpret_cast<float4*>(E_s + (r0 + 64 * m) * kLdE + c0) = x;
+        *reinterpret_cast<float4*>(enter + int64_t(r0 + 64 * m) * V + c0) = x;
+      }
     }
   }
 }
@@ -1357,8 +1382,9 @@ cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStr
   if (G > 2) {
     const int combine_bytes = CombineLayout<kK>::kBytes;
     if (const cudaError_t e = allow_smem(gdn_wy_ut_group_combine_kernel<kK>, combine_bytes)) return e;
-    gdn_wy_ut_group_combine_kernel<kK><<<dim3(slices, HV, unsigned(p.shape.B)), kThreads, combine_bytes, stream>>>(
-        p, ws);
+    const unsigned combine_slices = unsigned(p.shape.V / kCombineCols);
+    gdn_wy_ut_group_combine_kernel<kK><<<dim3(combine_slices, HV, unsigned(p.shape.B)), kThreads, combine_bytes,
+                                         stream>>>(p, ws);
     if (const cudaError_t e = cudaGetLastError()) return e;
   }
   pass.first_group = 1;
