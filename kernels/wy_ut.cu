@@ -28,6 +28,18 @@
 //     workspace for stage 3, and hT at the end. A thread's copies of each chunk's tiles have
 //     fixed offsets, computed once (run 48: 27% fewer instructions per step, scan 700 -> 651 us at
 //     T = 16384; version 5, one product layer per step, was slower: docs/perf-notes.md, run 46).
+//   2' two-level scan (runs 52-53), where the plain scan's V/32 x HV x B blocks leave most SMs idle
+//     (gdn_wy_ut_scan_groups decides, with a cost model in scan steps; the issue's shapes fill the
+//     machine and keep the plain scan): the chunks in G groups, S_end = M S_enter + R per group
+//     (M = the product of the chunks' exp(gL) I - K~^T W, K x K; R the end from a zero state).
+//     Pass 1 (one launch, the same kernel with kSeg): group 0 from h0 as the plain scan does (U,
+//     states, and its end = the state entering group 1), groups 1 .. G-2 from a zero state (R) and,
+//     in K/32 more blocks, from the identity with U0 = 0 (M's columns), writing only their ends.
+//     The combine: E_g = M_{g-1} E_{g-1} + R_{g-1} for g = 2 .. G-1 (float32 FMAs, 8 value columns
+//     a block, M streamed through two cp.async stages). Pass 3: groups 1 .. G-1 from E_g, writing
+//     U, states and hT. ~2N/G sequential steps instead of N, for about three times the scan's
+//     products. B = 1, K = V = 128, bf16 (run 53): 1.8-5.4x faster at HV = 1, 1.5-2.2x at
+//     HV = 4, 1.2-1.4x at HV = 8 over T = 4K..64K; forced at HV = 32 it is 1.5x slower (run 52).
 //   3 output, grid (G, HV, B), block x taking chunks x, x + G, ... (G from the device's resident
 //     blocks: one wave): P = (Q K^T) .* D .* causal once per chunk, kept split in registers with
 //     Q's fragments, then per slice of kSW value columns o = scale (exp(gamma) .* (Q S0) + P U),
@@ -74,8 +86,13 @@
 //     blocks per SM; shared memory 4, 3, 2).
 //     Version 2's kernel (fused_conv, and the tests' reference): q tile 33 KiB + (k tile | S0
 //     slice) 36 KiB + P 17 KiB + U slice 9 KiB = 95 KiB at K = 256, 61.25 KiB at 128; ptxas: 71.
-//   No spills, no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma,
-//   W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
+//   two-level: the scan's kSeg instances as the plain ones (ptxas bf16 / fp16: 128 / 130, 128 / 128,
+//     168 / 170 at K = 64, 128, 256; 24 bytes spilled by the bf16 K = 256 instance only); the
+//     combine: E's slice K x 12 floats + 2 stages of (M's slab K x 68 + R's slice K x 12) floats
+//     = 43 / 86 / 172 KiB at K = 64 / 128 / 256; 56 / 64 / 75 registers.
+//     Workspace: B HV G K (2V + K) x 4 B more (the group ends and entering states) when G > 1.
+//   No spills (but the one above), no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V +
+//   K V) x 4 B (gamma, W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
 // fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): version 2's prepare and output
 // kernels with the front end (kernels/frontend.cuh) in their prologues, the scan unchanged.
 // prepare builds its k tile (conv, SiLU, L2 norm) and v tile (conv, SiLU) from the raw rows of
@@ -831,8 +848,8 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
     for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
       for (int hh = 0; hh < 2; ++hh) {
-        const float2 x = transition ? make_float2(0.f, 0.f)
-                                    : *reinterpret_cast<const float2*>(U0_s + (16 * warp + g + 8 * hh) * kLdBV + 8 * nt + t);
+        const float* u0 = U0_s + (16 * warp + g + 8 * hh) * kLdBV + 8 * nt + t;
+        const float2 x = transition ? make_float2(0.f, 0.f) : *reinterpret_cast<const float2*>(u0);
         u[nt][2 * hh] = x.x;
         u[nt][2 * hh + 1] = x.y;
       }
@@ -1572,7 +1589,9 @@ int64_t gdn_wy_ut_scan_groups_for(const GdnParams& p) { return resolve_scan_grou
 
 namespace {
 // The two-level scan's buffers: R | M per group, then the entering states.
-size_t group_ends_bytes(const GdnShape& s, int64_t G) { return align256(size_t(s.B * s.HV * G * s.K * (s.V + s.K)) * 4); }
+size_t group_ends_bytes(const GdnShape& s, int64_t G) {
+  return align256(size_t(s.B * s.HV * G * s.K * (s.V + s.K)) * 4);
+}
 size_t group_enters_bytes(const GdnShape& s, int64_t G) { return align256(size_t(s.B * s.HV * G * s.K * s.V) * 4); }
 }  // namespace
 
