@@ -789,8 +789,9 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
   {
     // The entering state (row stride V): h0 for group 0, the combined state for a later group of
     // pass 3, zero for pass 1's local value columns; the transition's starts as the identity.
-    const float* enter = group == 0 ? p.h0 : local ? nullptr : ws.group_enters + ((head * G + group) * kK) * V;
-    if (enter) enter += head * kK * V * (group == 0) + v0;
+    const float* enter = nullptr;
+    if (group == 0) enter = p.h0 ? p.h0 + head * kK * V + v0 : nullptr;
+    else if (!local) enter = ws.group_enters + (head * G + group) * kK * V + v0;
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
@@ -1318,6 +1319,11 @@ gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
 
 int64_t num_chunks(const GdnParams& p) { return (p.shape.T + kC - 1) / kC; }
 
+// The two-level scan's groups of N chunks: ceil(N / G) chunks each but the last, so only
+// ceil(N / ceil(N / G)) groups have chunks (the rest would be empty).
+int64_t chunks_per_group(int64_t N, int64_t G) { return (N + G - 1) / G; }
+int64_t groups_with_chunks(int64_t N, int64_t G) { return (N + chunks_per_group(N, G) - 1) / chunks_per_group(N, G); }
+
 size_t align256(size_t x) { return (x + 255) / 256 * 256; }
 
 // Raises the kernel's dynamic shared-memory limit when it needs more than the default 48 KiB.
@@ -1390,7 +1396,7 @@ cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStr
   const auto scan = gdn_wy_ut_state_kernel<T, kK, true>;
   if (const cudaError_t e = allow_smem(scan, bytes)) return e;
   ScanPass pass;
-  pass.chunks_per_group = (ws.num_chunks + G - 1) / G;
+  pass.chunks_per_group = chunks_per_group(ws.num_chunks, G);
   pass.grid_groups = G - 1;
   pass.local = true;
   const unsigned z = unsigned(p.shape.B * (G - 1));
@@ -1502,13 +1508,9 @@ cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
 }
 
 bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
-  const bool groups_ok = ws.scan_groups == 1 ||
-                         (ws.scan_groups > 1 && ws.scan_groups <= ws.num_chunks && ws.group_ends &&
-                          ws.group_enters && p.shape.B * (ws.scan_groups - 1) <= 65535 &&
-                          // every group has chunks: G = ceil(N / ceil(N / G))
-                          (ws.num_chunks + (ws.num_chunks + ws.scan_groups - 1) / ws.scan_groups - 1) /
-                                  ((ws.num_chunks + ws.scan_groups - 1) / ws.scan_groups) ==
-                              ws.scan_groups);
+  const int64_t G = ws.scan_groups;
+  const bool groups_ok = G == 1 || (G > 1 && G <= ws.num_chunks && ws.group_ends && ws.group_enters &&
+                                    p.shape.B * (G - 1) <= 65535 && groups_with_chunks(ws.num_chunks, G) == G);
   return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta) && groups_ok;
 }
 
@@ -1532,9 +1534,7 @@ int64_t resolve_scan_groups(const GdnParams& p, int64_t requested) {
     G = gdn_wy_ut_scan_groups(p.shape, resident);
   }
   G = std::min({G, N, 65535 / p.shape.B + 1});
-  if (G <= 1) return 1;
-  const int64_t per_group = (N + G - 1) / G;
-  return (N + per_group - 1) / per_group;
+  return G <= 1 ? 1 : groups_with_chunks(N, G);
 }
 
 }  // namespace
@@ -1574,8 +1574,8 @@ int64_t gdn_wy_ut_scan_groups(const GdnShape& s, int64_t resident_blocks) {
   const int64_t plain = waves(value * heads) * N;
   int64_t best = plain, best_groups = 1;
   for (int64_t G = 3; G <= 32 && G <= N / 8; ++G) {
-    const int64_t per_group = (N + G - 1) / G;
-    if ((N + per_group - 1) / per_group != G) continue;  // an empty group: a smaller G has the same steps
+    if (groups_with_chunks(N, G) != G) continue;  // an empty group: a smaller G has the same steps
+    const int64_t per_group = chunks_per_group(N, G);
     const int64_t pass1 = waves(((G - 1) * value + (G - 2) * transition) * heads);
     const int64_t pass3 = waves((G - 1) * value * heads);
     // Steps: both passes' waves, the combine (~1 step a group) and its and pass 3's launches (~2).
