@@ -119,6 +119,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "kernels/frontend.cuh"
 #include "kernels/tensor_core.cuh"
@@ -279,6 +280,114 @@ __device__ __forceinline__ void fe_build_tile(T* dst, int ld, const T* x, const 
                      fe_store<T, true>(row, y, n);
                      if (cp) fe_store<T, true>(cp + i * copy_stride, y, n);
                    });
+}
+
+// Version 4's front end (fused_conv on the pipelined kernels): the raw rows of the next chunk are
+// copied (cp.async) into the tile they will become, the 3 rows before them into a small halo
+// buffer, while this chunk computes; at the chunk's start the tile is converted in place.
+constexpr int kFeHaloRows = kConvCache;
+__host__ __device__ constexpr int fe_halo_bytes(int D) { return kFeHaloRows * (D + 8) * 2; }
+
+// The 3 raw rows before token t0 of channels [ch0, ch0 + D) into halo (rows of ld elements): x's
+// rows by 16-byte cp.async (t0 >= 64 here: they exist), or at t0 = 0 the conv cache [B, channels, 3]
+// (zeros without one) by plain loads and stores. Joins the caller's next commit group.
+template <typename T>
+__device__ __forceinline__ void fe_issue_halo(T* halo, int ld, const T* x, const T* cache, int64_t b, int64_t t0,
+                                              int64_t T_len, int64_t channels, int64_t ch0, int D) {
+  const int tid = int(threadIdx.x);
+  if (t0 >= kFeHaloRows) {
+    const int vecs = D / 8;
+    for (int e = tid; e < kFeHaloRows * vecs; e += kThreads) {
+      const int i = e / vecs, c = (e % vecs) * 8;
+      cp_async16(halo + i * ld + c, x + (b * T_len + t0 - kFeHaloRows + i) * channels + ch0 + c, true);
+    }
+  } else {
+    for (int e = tid; e < kFeHaloRows * D; e += kThreads) {
+      const int c = e / kFeHaloRows, i = e % kFeHaloRows;
+      halo[i * ld + c] = cache ? cache[(b * channels + ch0 + c) * kConvCache + i] : from_float<T>(0.0f);
+    }
+  }
+}
+
+// In place: tile rows [0, 64) (row stride ld) hold the raw rows of tokens [t0, t0 + 64) at channels
+// [ch0, ch0 + D) (zeros from row L on), halo the 3 before; they become conv4, SiLU and with `norm`
+// the L2-normalised rows in T, zeros from row L on. fe_roll's thread mapping, operations and order
+// (kFeVec channels of a run of consecutive rows per thread, fe_conv's sum, the row's sum of squares
+// over its lanes by fe_lane_group_sum), so each row is, bit for bit, gdn_frontend_kernel's for that
+// token. A thread keeps the 3 rows before its run (raw bits), then after the block barrier inside
+// touches only its own rows, last first, so that each raw row is read before its output replaces
+// it. Taps and rows stay packed (16-bit) in registers and are widened at use: the caller's chunk
+// loop keeps many registers live here. `copy` (nullptr: none): the rows < L also to [B, T, .] at
+// channel ch0, rows copy_stride apart. D <= 128, a multiple of 8; T 16-bit.
+template <typename T>
+__device__ __forceinline__ float fe_half_word(uint32_t w, int e) {  // element e of a packed pair
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return __uint_as_float(e ? w & 0xFFFF0000u : w << 16);
+  else return __half2float(__ushort_as_half((unsigned short)(e ? w >> 16 : w & 0xFFFFu)));
+}
+
+template <typename T>
+__device__ __forceinline__ void fe_convert_tile(T* tile, const T* halo, int ld, const T* w, const T* bias,
+                                                int64_t b, int64_t t0, int64_t T_len, int64_t ch0, int D, int L,
+                                                bool norm, float eps, T* copy, int64_t copy_stride) {
+  static_assert(sizeof(T) == 2, "16-bit tiles");
+  constexpr int kMaxRun = 8;
+  const int shift = fe_lanes_log2(D), lanes = 1 << shift;
+  const int run = kC * lanes / kThreads;
+  const int tid = int(threadIdx.x);
+  const int r0 = (tid >> shift) * run, c0 = (tid & (lanes - 1)) * kFeVec;
+  const bool active = c0 < D;  // lanes past the head's channels compute zeros, write nothing
+  // Taps of the 8 channels, channel-major (tap c * 4 + i), and their biases, as loaded by
+  // fe_load_taps: 4 + 1 16-byte loads. Opaque pointers keep them from being hoisted out of the
+  // caller's chunk loop.
+  asm volatile("" : "+l"(w));
+  asm volatile("" : "+l"(bias));
+  uint4 taps[kConvWidth], bb = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int j = 0; j < kConvWidth; ++j)
+    taps[j] = active ? __ldg(reinterpret_cast<const uint4*>(w + (ch0 + c0) * kConvWidth) + j) : make_uint4(0, 0, 0, 0);
+  if (active && bias) bb = __ldg(reinterpret_cast<const uint4*>(bias + ch0 + c0));
+  auto word = [](const uint4& u, int k) { return k == 0 ? u.x : k == 1 ? u.y : k == 2 ? u.z : u.w; };
+  auto elem = [&](const uint4& u, int e) { return fe_half_word<T>(word(u, e / 2), e % 2); };
+  auto load_row = [&](const T* p) { return active ? *reinterpret_cast<const uint4*>(p) : make_uint4(0, 0, 0, 0); };
+  uint4 before[kConvCache];  // raw rows r0 - 3 .. r0 - 1
+#pragma unroll
+  for (int i = 0; i < kConvCache; ++i) {
+    const int r = r0 - kConvCache + i;
+    before[i] = load_row(r >= 0 ? tile + r * ld + c0 : halo + (kFeHaloRows + r) * ld + c0);
+  }
+  __syncthreads();  // every thread holds the rows before its run: from here each touches its own rows
+#pragma unroll
+  for (int i = kMaxRun - 1; i >= 0; --i) {
+    if (i >= run) continue;  // uniform: run depends on D only
+    T* row = tile + (r0 + i) * ld + c0;
+    uint4 x[kConvWidth];  // raw rows r0 + i - 3 .. r0 + i
+#pragma unroll
+    for (int j = 0; j < kConvWidth; ++j) {
+      const int k = i - kConvCache + j;  // row r0 + k of this run, or one of the 3 before
+      x[j] = k >= 0 ? load_row(tile + (r0 + k) * ld + c0) : before[kConvCache + k];
+    }
+    float y[kFeVec], ss = 0.0f;
+#pragma unroll
+    for (int c = 0; c < kFeVec; ++c) {
+      const float wc[kConvWidth] = {elem(taps[(c * 4) / 8], (c * 4) % 8), elem(taps[(c * 4 + 1) / 8], (c * 4 + 1) % 8),
+                                    elem(taps[(c * 4 + 2) / 8], (c * 4 + 2) % 8),
+                                    elem(taps[(c * 4 + 3) / 8], (c * 4 + 3) % 8)};
+      y[c] = fe_silu(fe_conv(wc, elem(bb, c), elem(x[0], c), elem(x[1], c), elem(x[2], c), elem(x[3], c)));
+      ss = fmaf(y[c], y[c], ss);
+    }
+    if (norm) {
+      const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), eps);
+#pragma unroll
+      for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
+    }
+    if (!active) continue;
+    if (r0 + i >= L) {
+      *reinterpret_cast<uint4*>(row) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    fe_store<T, true>(row, y, kFeVec);
+    if (copy) fe_store<T, true>(copy + (b * T_len + t0 + r0 + i) * copy_stride + ch0 + c0, y, kFeVec);
+  }
 }
 
 // The final conv cache of channels [ch0, ch0 + D): the last 3 inputs of the sequence, the initial
@@ -535,9 +644,14 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
 //   K = 64, 256: barrier, the next k into the k tile (nothing left to overlap it: the k tile is
 //     smaller than A at 64, larger at 256, and a separate buffer would cost a block per SM).
 // The arithmetic is prepare_chunk's, as in version 2: gamma, W and U0 are its bits.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+// kFe (fused_conv version 3): the copies bring the raw k and v rows of the next chunk (and the 3
+// rows before each into the halo buffers past version 2's bytes); at the chunk's start
+// fe_convert_tile turns them into the k tile (conv, SiLU, L2 norm; the group writer also stores
+// it to k_out, [B, T, H, K]) and the v tile (conv, SiLU); g and beta come from a and b; the block
+// of the last chunk writes the final conv caches. K <= 128 and V <= 128 (a run of <= 8 rows).
+template <typename T, bool kFe>
+__device__ __forceinline__ void prepare_v4_body(const GdnParams& p, const GdnWyUtWorkspace& ws,
+                                                const GdnFrontEndParams& fe, T* k_out) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
@@ -557,6 +671,15 @@ gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
   const int tid = threadIdx.x;
   auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
+  // kFe: the raw projections and initial conv caches (by constant index: no copy of the
+  // parameter block), the halo buffers (past version 2's bytes) and the k writer.
+  const T* const xk = static_cast<const T*>(fe.x[kFeK]);
+  const T* const xv = static_cast<const T*>(fe.x[kFeV]);
+  const T* const cin_k = static_cast<const T*>(fe.cache_in[kFeK]);
+  const T* const cin_v = static_cast<const T*>(fe.cache_in[kFeV]);
+  T* k_halo = reinterpret_cast<T*>(smem + prepare_smem_bytes(K, V));
+  T* v_halo = reinterpret_cast<T*>(smem + prepare_smem_bytes(K, V) + fe_halo_bytes(K));
+  const bool group_writer = hv % (s.HV / s.H) == 0;  // one writer of k and the q/k caches per q/k head
 
   // Rows [0, L) of chunk n of a [B, T, heads, cols] tensor into shared rows of ld elements; rows
   // [L, C) zero-filled (nothing read there).
@@ -570,20 +693,42 @@ gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
       cp_async16(d + r * ld + c, r < L ? src + int64_t(r) * heads * cols + c : src, r < L);
     }
   };
+  // The k (or v) rows of chunk n: kFe the raw rows and the halo, else p.k's (p.v's).
+  auto issue_k = [&](void* dst, int64_t n) {
+    if constexpr (kFe) {
+      issue_rows(dst, ldk, xk, s.H, h, K, n);
+      fe_issue_halo(k_halo, ldk, xk, cin_k, b, n * kC, s.T, s.H * K, h * K, K);
+    } else {
+      issue_rows(dst, ldk, p.k, s.H, h, K, n);
+    }
+  };
+  auto issue_v = [&](int64_t n) {
+    if constexpr (kFe) {
+      issue_rows(v_s, ldv, xv, s.HV, hv, V, n);
+      fe_issue_halo(v_halo, ldv, xv, cin_v, b, n * kC, s.T, s.HV * V, hv * V, V);
+    } else {
+      issue_rows(v_s, ldv, p.v, s.HV, hv, V, n);
+    }
+  };
   float g_next = 0.0f, beta_next = 0.0f;  // chunk n's g and beta of row tid, as version 2 reads them
   auto load_gates = [&](int64_t n) {
     if (tid < kC) {
       const int L = rows_of(n);
       const int64_t gi = (b * s.T + n * kC + tid) * s.HV + hv;
-      g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
-      beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+      if constexpr (kFe) {
+        g_next = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
+        beta_next = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
+      } else {
+        g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
+        beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
+      }
     }
   };
 
   int64_t n = blockIdx.x;
   if (n >= N) return;
-  issue_rows(region0, ldk, p.k, s.H, h, K, n);
-  issue_rows(v_s, ldv, p.v, s.HV, hv, V, n);
+  issue_k(region0, n);
+  issue_v(n);
   cp_async_commit();
   load_gates(n);
   for (int i = 0; n < N; n += stride, ++i) {
@@ -598,28 +743,62 @@ gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
       beta_s[tid] = beta_next;
     }
     __syncthreads();  // chunk n's tiles are visible; every read of chunk n - stride's is done
+    if constexpr (kFe) {
+      const int64_t t0 = n * kC;
+      const int L = rows_of(n);
+      fe_convert_tile(k_s, k_halo, ldk, static_cast<const T*>(fe.conv_w[kFeK]),
+                      static_cast<const T*>(fe.conv_bias[kFeK]), b, t0, s.T, h * K, K, L, true, fe.l2_eps,
+                      group_writer ? k_out : nullptr, s.H * K);
+      fe_convert_tile(v_s, v_halo, ldv, static_cast<const T*>(fe.conv_w[kFeV]),
+                      static_cast<const T*>(fe.conv_bias[kFeV]), b, t0, s.T, hv * V, V, L, false, fe.l2_eps,
+                      static_cast<T*>(nullptr), 0);
+      if (n == N - 1) {  // the final conv caches: v by every value head, q and k by the group writer
+        if (fe.cache_out[kFeV])
+          store_final_cache(static_cast<T*>(fe.cache_out[kFeV]), xv, cin_v, b, s.T, s.HV * V, hv * V, V);
+        if (group_writer && fe.cache_out[kFeK])
+          store_final_cache(static_cast<T*>(fe.cache_out[kFeK]), xk, cin_k, b, s.T, s.H * K, h * K, K);
+        if (group_writer && fe.cache_out[kFeQ])
+          store_final_cache(static_cast<T*>(fe.cache_out[kFeQ]), static_cast<const T*>(fe.x[kFeQ]),
+                            static_cast<const T*>(fe.cache_in[kFeQ]), b, s.T, s.H * K, h * K, K);
+      }
+      __syncthreads();  // the converted tiles are visible
+    }
     if (has_next) load_gates(next);
     prepare_chunk<T>(
         p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
         [&] {
           if (swap && has_next) {
-            issue_rows(A_s, ldk, p.k, s.H, h, K, next);
+            issue_k(A_s, next);
             cp_async_commit();
           }
         },
         [&] {
           if (has_next) {
             __syncthreads();  // every warp's U0 products (the v tile's reads) are done
-            issue_rows(v_s, ldv, p.v, s.HV, hv, V, next);
+            issue_v(next);
             cp_async_commit();
           }
         });
     if (!swap && has_next) {
       __syncthreads();  // every warp's W products (the k tile's reads) are done
-      issue_rows(k_s, ldk, p.k, s.H, h, K, next);
+      issue_k(k_s, next);
       cp_async_commit();
     }
   }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  prepare_v4_body<T, false>(p, ws, GdnFrontEndParams(), nullptr);
+}
+
+// fused_conv version 3's prepare, capped for kMinBlocks blocks per SM (3 as the plain kernel runs:
+// ptxas spills 264 bytes; 2: none).
+template <typename T, int kMinBlocks>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+gdn_wy_ut_prepare_v4_fe_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe, T* k_out) {
+  prepare_v4_body<T, true>(p, ws, fe, k_out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1164,9 +1343,12 @@ struct OutputLayout {
   static_assert(kStages - 1 <= kBV / kSW, "the q, k copy must land before the next chunk");
 };
 
-template <typename T, int kK>
-__global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+// kFe (fused_conv version 3): the copies bring the raw q rows of the next chunk (and the 3 rows
+// before into a halo buffer past the layout's bytes); fe_convert_tile turns them into the q tile
+// (conv, SiLU, L2 norm) at the chunk's first slice. K <= 128.
+template <typename T, int kK, bool kFe>
+__device__ __forceinline__ void output_v4_body(const GdnParams& p, const GdnWyUtWorkspace& ws,
+                                               const GdnFrontEndParams& fe) {
   using Lay = OutputLayout<kK>;
   constexpr int kSW = Lay::kSW, kNT = Lay::kNT, kLdS = Lay::kLdS, kLdk = Lay::kLdk, kStages = Lay::kStages;
   extern __shared__ __align__(16) unsigned char smem[];
@@ -1197,16 +1379,22 @@ gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   const uint32_t q_dst = smem0 + 2 * (q_row * kLdk + (tid % kQVec) * 8), k_dst = q_dst + Lay::kOffK;
   const uint32_t slice_dst = smem0 + Lay::kOffSlices + 4 * (s_row * kLdS + (tid % kSVec) * 4);
 
+  // kFe: q's rows are the raw projection's (same layout), with the 3 rows before in q_halo.
+  const T* q_base = kFe ? static_cast<const T*>(fe.x[kFeQ]) : static_cast<const T*>(p.q);
+  T* q_halo = reinterpret_cast<T*>(smem + Lay::kBytes);
   // q and k rows of chunk n (zero-filled past the end, nothing read there) and its gamma.
   auto issue_qk = [&](int64_t n) {
     const int L = rows_of(n);
-    const T* q_src = static_cast<const T*>(p.q) + qk_thread + n * kC * qk_row_stride;
+    if constexpr (kFe)
+      fe_issue_halo(q_halo, kLdk, q_base, static_cast<const T*>(fe.cache_in[kFeQ]), b, n * kC, s.T, s.H * kK,
+                    h * kK, kK);
+    const T* q_src = q_base + qk_thread + n * kC * qk_row_stride;
     const T* k_src = static_cast<const T*>(p.k) + qk_thread + n * kC * qk_row_stride;
 #pragma unroll
     for (int i = 0; i < kC / kQRows; ++i) {
       const bool in = q_row + i * kQRows < L;
       const int64_t off = i * kQRows * qk_row_stride;
-      cp_async16(q_dst + 2 * i * kQRows * kLdk, in ? q_src + off : static_cast<const T*>(p.q), in);
+      cp_async16(q_dst + 2 * i * kQRows * kLdk, in ? q_src + off : q_base, in);
       cp_async16(k_dst + 2 * i * kQRows * kLdk, in ? k_src + off : static_cast<const T*>(p.k), in);
     }
     if (tid < kC / 4) cp_async16(gamma_s + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid, true);
@@ -1257,6 +1445,12 @@ gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
         // P = (Q K^T) .* D .* causal in registers, split once for every slice of the chunk; Q's
         // A fragments too. Then q, k and gamma are free for the next chunk.
         L = rows_of(n);
+        if constexpr (kFe) {
+          fe_convert_tile(q_s, q_halo, kLdk, static_cast<const T*>(fe.conv_w[kFeQ]),
+                          static_cast<const T*>(fe.conv_bias[kFeQ]), b, n * kC, s.T, h * kK, int(kK), L, true,
+                          fe.l2_eps, static_cast<T*>(nullptr), 0);
+          __syncthreads();  // the q tile is converted
+        }
         {
           float acc[8][4];
           causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
@@ -1314,6 +1508,19 @@ gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   cp_async_wait<0>();  // nothing left in flight at exit (the groups past the last slice are empty)
 }
 
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_output_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+  output_v4_body<T, kK, false>(p, ws, GdnFrontEndParams());
+}
+
+// fused_conv version 3's output: capped for 3 blocks per SM, as the plain kernel runs at K = 128.
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads, 3)
+gdn_wy_ut_output_v4_fe_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe) {
+  output_v4_body<T, kK, true>(p, ws, fe);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Launchers.
 
@@ -1364,18 +1571,32 @@ cudaError_t prepare_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
   return cudaGetLastError();
 }
 
-// Version 4's prepare: blocks_per_head blocks per (b, hv), each looping over its chunks.
-template <typename T>
+// fused_conv version 3's prepare (a measurement knob): 2 version 2's kernel with the front-end
+// prologue, 3 version 4's with fe_convert_tile capped for 3 blocks per SM, 4 the same for 2.
+#ifndef GDNBENCH_FUSED_CONV_PREPARE
+#define GDNBENCH_FUSED_CONV_PREPARE 2
+#endif
+constexpr int kFusedConvPrepare = GDNBENCH_FUSED_CONV_PREPARE;
+static_assert(kFusedConvPrepare >= 2 && kFusedConvPrepare <= 4, "GDNBENCH_FUSED_CONV_PREPARE: 2, 3 or 4");
+
+// Version 4's prepare: blocks_per_head blocks per (b, hv), each looping over its chunks. kFe: with
+// the front end from `fe`, the normalised k to k_out (fused_conv version 3).
+template <typename T, bool kFe = false>
 cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                             int blocks_per_head) {
-  const auto kernel = gdn_wy_ut_prepare_v4_kernel<T>;
-  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
-  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
-  int64_t per_head = 0;
-  if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
-  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
-  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
-  return cudaGetLastError();
+                             int blocks_per_head, const GdnFrontEndParams& fe = GdnFrontEndParams(),
+                             T* k_out = nullptr) {
+  const int K = int(p.shape.K), V = int(p.shape.V);
+  const int bytes = prepare_smem_bytes(K, V) + (kFe ? fe_halo_bytes(K) + fe_halo_bytes(V) : 0);
+  auto launch = [&](auto kernel, auto... args) {
+    if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+    int64_t per_head = 0;
+    if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
+    const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+    kernel<<<grid, kThreads, bytes, stream>>>(p, ws, args...);
+    return cudaGetLastError();
+  };
+  if constexpr (kFe) return launch(gdn_wy_ut_prepare_v4_fe_kernel<T, kFusedConvPrepare == 4 ? 2 : 3>, fe, k_out);
+  else return launch(gdn_wy_ut_prepare_v4_kernel<T>);
 }
 
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
@@ -1472,17 +1693,20 @@ cudaError_t output_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, c
 
 // Version 4: blocks_per_head blocks per (b, hv), each looping over its chunks; 0 picks one wave
 // of the device's resident blocks (gdn_wy_ut_output_blocks_per_head).
-template <typename T, int kK>
+template <typename T, int kK, bool kFe = false>
 cudaError_t output_v4_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                            int blocks_per_head) {
-  const auto kernel = gdn_wy_ut_output_v4_kernel<T, kK>;
-  const int bytes = OutputLayout<kK>::kBytes;
-  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
-  int64_t per_head = 0;
-  if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
-  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
-  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
-  return cudaGetLastError();
+                            int blocks_per_head, const GdnFrontEndParams& fe = GdnFrontEndParams()) {
+  const int bytes = OutputLayout<kK>::kBytes + (kFe ? fe_halo_bytes(kK) : 0);
+  auto launch = [&](auto kernel, auto... args) {
+    if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+    int64_t per_head = 0;
+    if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
+    const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+    kernel<<<grid, kThreads, bytes, stream>>>(p, ws, args...);
+    return cudaGetLastError();
+  };
+  if constexpr (kFe) return launch(gdn_wy_ut_output_v4_fe_kernel<T, kK>, fe);
+  else return launch(gdn_wy_ut_output_v4_kernel<T, kK>);
 }
 
 template <typename T>
@@ -1496,12 +1720,26 @@ cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
   return cudaErrorInvalidValue;
 }
 
+}  // namespace
+
+bool gdn_fused_conv_pipelined(const GdnShape& shape) { return shape.K <= 128 && shape.V <= 128; }
+
+namespace {
+
 // fused_conv: prepare with the front end (k, v, g, beta; the normalised k into p.k), the plain
 // scan on that k, output with the front end (q).
 template <typename T>
 cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, const GdnFrontEndParams& fe,
                                 cudaStream_t stream) {
   T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
+  if (gdn_fused_conv_pipelined(p.shape)) {  // version 3: version 4's output (and prepare, by the knob)
+    if (const cudaError_t e = kFusedConvPrepare == 2 ? prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)
+                                                     : prepare_for_type<T, true>(p, ws, stream, 0, fe, k_ws))
+      return e;
+    if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
+    return p.shape.K == 64 ? output_v4_for_k<T, 64, true>(p, ws, stream, 0, fe)
+                           : output_v4_for_k<T, 128, true>(p, ws, stream, 0, fe);
+  }
   if (const cudaError_t e = prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
   if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
   return output_v2_for_type<T, true>(p, ws, stream, fe);
@@ -1631,7 +1869,14 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, i
 }
 
 const char* gdn_wy_ut_build_flags() {
-  return kForcedScanGroups > 0 ? "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS) : "";
+  static const std::string flags = [] {
+    std::string f;
+    if (kForcedScanGroups > 0) f = "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS);
+    if (kFusedConvPrepare != 2)
+      f += std::string(f.empty() ? "" : ",") + "GDNBENCH_FUSED_CONV_PREPARE=" GDNBENCH_STRINGIFY(GDNBENCH_FUSED_CONV_PREPARE);
+    return f;
+  }();
+  return flags.c_str();
 }
 
 namespace {

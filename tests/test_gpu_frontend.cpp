@@ -5,6 +5,7 @@
 // Without a GPU (or in a build without CUDA) each test says why in a warning and checks nothing.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cstring>
 #include <random>
 #include <string>
@@ -172,11 +173,19 @@ TEST_CASE("fused_conv refuses projections, conv weights, biases or a workspace n
 TEST_CASE("fused_conv's o, hT and conv caches agree with unfused_conv's on the same inputs", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
-  // T = 2: the final caches keep one row of the initial cache (or of zeros without one).
-  const int64_t T = GENERATE(2, 5, 64, 200);
+  // T = 2: the final caches keep one row of the initial cache (or of zeros without one). The
+  // 48-head shapes at T = 1000 give the pipelined kernels (version 3) several chunks per block
+  // (one wave of blocks over 48 heads), so a chunk's raw rows arrive while the one before computes;
+  // V = 192: version 2's kernels.
+  const int64_t T = GENERATE(2, 5, 64, 200, 1000);
   const bool h0 = GENERATE(true, false);
-  const Problem p = frontend_problem(GdnShape{2, T, 2, 4, 128, 64}, dt, h0);
-  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " h0 " << h0);
+  const auto shape = GENERATE(std::array<int64_t, 4>{2, 4, 128, 64}, std::array<int64_t, 4>{4, 24, 128, 64},
+                              std::array<int64_t, 4>{4, 24, 64, 96}, std::array<int64_t, 4>{2, 4, 64, 192});
+  if ((T == 1000) != (shape[1] == 24)) return;  // the big shapes at T = 1000 only, and only they
+  const Problem p = frontend_problem(GdnShape{2, T, shape[0], shape[1], shape[2], shape[3]}, dt, h0);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " H " << shape[0] << " HV " << shape[1] << " K "
+                << shape[2] << " V " << shape[3] << " h0 " << h0 << " pipelined "
+                << gdn_fused_conv_pipelined(p.shape));
   const HostInputs in = make_inputs(p);
   RunOutputs out[2];
   const char* names[2] = {"unfused_conv", "fused_conv"};
@@ -189,9 +198,10 @@ TEST_CASE("fused_conv's o, hT and conv caches agree with unfused_conv's on the s
     run->launch();
     out[i] = run->read_outputs();
   }
-  // fused_conv builds its q, k, v tiles with the front-end kernel's roll (fe_roll: the same
-  // operations in the same order, the same lanes summing a row's squares), and wy_ut's kernels
-  // then run the same products on the same bits: o and hT are unfused_conv's, bit for bit.
+  // fused_conv builds its q, k, v tiles with the front-end kernel's operations in the same order
+  // (fe_roll's, or fe_convert_tile's on the raw rows in shared memory: the same lanes summing a
+  // row's squares), and wy_ut's kernels then run the same products on the same bits: o and hT are
+  // unfused_conv's, bit for bit.
   CHECK(out[1].o == out[0].o);
   CHECK(out[1].hT == out[0].hT);
   // The conv caches are copies of input rows: the same bits.
