@@ -75,9 +75,9 @@ int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cud
 // why not. The launcher also refuses (cudaErrorInvalidValue) projections, conv weights or biases
 // or a workspace that are not 16-byte aligned, and final conv caches that overlap the initial ones.
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype);
-// Whether fused_conv runs version 3 at this (supported) shape: the front end converted in place in
-// wy_ut's pipelined prepare and output kernels (K and V <= 128); else version 2 (the front end in
-// the prologues of wy_ut's one-chunk-per-block kernels).
+// Whether fused_conv runs version 3 at this (supported) shape (K and V <= 128): q's front end
+// converted in place in wy_ut's pipelined output kernel; else version 2's output, with the front
+// end in its prologue. prepare is version 2's (its prologue builds k, v, g, beta) either way.
 bool gdn_fused_conv_pipelined(const GdnShape& shape);
 // wy_ut's workspace (gamma, W, U, the chunk states), then k [B, T, H, K] in dtype; each part
 // 256-byte aligned.

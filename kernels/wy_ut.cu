@@ -111,6 +111,17 @@
 // in registers). ptxas (bf16 / fp16): prepare 128 / 124 (80 without; 3 blocks per SM at
 // K = V = 128 either way, 4 at 64), output 120 / 119 (71 without; 3 blocks per SM at K = 128
 // either way, 4 instead of 5 at 64); no spills, no stack frame.
+// fused_conv version 3 (runs 57-58), where K and V <= 128 (gdn_fused_conv_pipelined): the output is
+// version 4's pipelined kernel (gdn_wy_ut_output_v4_fe_kernel, capped for 3 blocks per SM): its
+// copies bring the next chunk's raw q rows into the q tile and the 3 rows before into a halo
+// buffer past the layout's bytes (816 B at K = 128), and at the chunk's first slice
+// fe_convert_tile turns them into the q tile in place (fe_roll's mapping and operations, so o and
+// hT are still unfused_conv's bit for bit; taps and rows kept packed: the chunk loop leaves few
+// registers). ptxas: 158-160 registers at K = 128 (3 blocks per SM as the plain kernel), 155-168 at
+// 64 (3 instead of 4); no spills. fused_conv at 16K 2.255 -> 2.123 ms (unfused_conv 2.016). The same
+// conversion in version 4's prepare (k and v) was slower: 2.85 ms capped for 3 blocks per SM (264
+// bytes spilled), 2.77 for 2 (docs/experiments/fused-conv-v3-prepare.patch), so prepare stays
+// version 2's with its prologue.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free);
 // float32 slices have rows of 36 floats (version 4's output: kSW + 4 = 36, 20, 12 at K = 64, 128,
 // 256), so the column-pair reads of a B fragment (rows 2t, 2t+1, column g) hit 32 distinct banks.
@@ -119,7 +130,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "kernels/frontend.cuh"
 #include "kernels/tensor_core.cuh"
@@ -644,14 +654,9 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
 //   K = 64, 256: barrier, the next k into the k tile (nothing left to overlap it: the k tile is
 //     smaller than A at 64, larger at 256, and a separate buffer would cost a block per SM).
 // The arithmetic is prepare_chunk's, as in version 2: gamma, W and U0 are its bits.
-// kFe (fused_conv version 3): the copies bring the raw k and v rows of the next chunk (and the 3
-// rows before each into the halo buffers past version 2's bytes); at the chunk's start
-// fe_convert_tile turns them into the k tile (conv, SiLU, L2 norm; the group writer also stores
-// it to k_out, [B, T, H, K]) and the v tile (conv, SiLU); g and beta come from a and b; the block
-// of the last chunk writes the final conv caches. K <= 128 and V <= 128 (a run of <= 8 rows).
-template <typename T, bool kFe>
-__device__ __forceinline__ void prepare_v4_body(const GdnParams& p, const GdnWyUtWorkspace& ws,
-                                                const GdnFrontEndParams& fe, T* k_out) {
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
@@ -671,15 +676,6 @@ __device__ __forceinline__ void prepare_v4_body(const GdnParams& p, const GdnWyU
   const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
   const int tid = threadIdx.x;
   auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
-  // kFe: the raw projections and initial conv caches (by constant index: no copy of the
-  // parameter block), the halo buffers (past version 2's bytes) and the k writer.
-  const T* const xk = static_cast<const T*>(fe.x[kFeK]);
-  const T* const xv = static_cast<const T*>(fe.x[kFeV]);
-  const T* const cin_k = static_cast<const T*>(fe.cache_in[kFeK]);
-  const T* const cin_v = static_cast<const T*>(fe.cache_in[kFeV]);
-  T* k_halo = reinterpret_cast<T*>(smem + prepare_smem_bytes(K, V));
-  T* v_halo = reinterpret_cast<T*>(smem + prepare_smem_bytes(K, V) + fe_halo_bytes(K));
-  const bool group_writer = hv % (s.HV / s.H) == 0;  // one writer of k and the q/k caches per q/k head
 
   // Rows [0, L) of chunk n of a [B, T, heads, cols] tensor into shared rows of ld elements; rows
   // [L, C) zero-filled (nothing read there).
@@ -693,42 +689,20 @@ __device__ __forceinline__ void prepare_v4_body(const GdnParams& p, const GdnWyU
       cp_async16(d + r * ld + c, r < L ? src + int64_t(r) * heads * cols + c : src, r < L);
     }
   };
-  // The k (or v) rows of chunk n: kFe the raw rows and the halo, else p.k's (p.v's).
-  auto issue_k = [&](void* dst, int64_t n) {
-    if constexpr (kFe) {
-      issue_rows(dst, ldk, xk, s.H, h, K, n);
-      fe_issue_halo(k_halo, ldk, xk, cin_k, b, n * kC, s.T, s.H * K, h * K, K);
-    } else {
-      issue_rows(dst, ldk, p.k, s.H, h, K, n);
-    }
-  };
-  auto issue_v = [&](int64_t n) {
-    if constexpr (kFe) {
-      issue_rows(v_s, ldv, xv, s.HV, hv, V, n);
-      fe_issue_halo(v_halo, ldv, xv, cin_v, b, n * kC, s.T, s.HV * V, hv * V, V);
-    } else {
-      issue_rows(v_s, ldv, p.v, s.HV, hv, V, n);
-    }
-  };
   float g_next = 0.0f, beta_next = 0.0f;  // chunk n's g and beta of row tid, as version 2 reads them
   auto load_gates = [&](int64_t n) {
     if (tid < kC) {
       const int L = rows_of(n);
       const int64_t gi = (b * s.T + n * kC + tid) * s.HV + hv;
-      if constexpr (kFe) {
-        g_next = tid < L ? fe_gate(to_float(static_cast<const T*>(fe.a)[gi]), fe.A_log[hv], fe.dt_bias[hv]) : 0.0f;
-        beta_next = tid < L ? (p.use_delta ? fe_beta(to_float(static_cast<const T*>(fe.b)[gi])) : 1.0f) : 0.0f;
-      } else {
-        g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
-        beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
-      }
+      g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
+      beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
     }
   };
 
   int64_t n = blockIdx.x;
   if (n >= N) return;
-  issue_k(region0, n);
-  issue_v(n);
+  issue_rows(region0, ldk, p.k, s.H, h, K, n);
+  issue_rows(v_s, ldv, p.v, s.HV, hv, V, n);
   cp_async_commit();
   load_gates(n);
   for (int i = 0; n < N; n += stride, ++i) {
@@ -743,62 +717,28 @@ __device__ __forceinline__ void prepare_v4_body(const GdnParams& p, const GdnWyU
       beta_s[tid] = beta_next;
     }
     __syncthreads();  // chunk n's tiles are visible; every read of chunk n - stride's is done
-    if constexpr (kFe) {
-      const int64_t t0 = n * kC;
-      const int L = rows_of(n);
-      fe_convert_tile(k_s, k_halo, ldk, static_cast<const T*>(fe.conv_w[kFeK]),
-                      static_cast<const T*>(fe.conv_bias[kFeK]), b, t0, s.T, h * K, K, L, true, fe.l2_eps,
-                      group_writer ? k_out : nullptr, s.H * K);
-      fe_convert_tile(v_s, v_halo, ldv, static_cast<const T*>(fe.conv_w[kFeV]),
-                      static_cast<const T*>(fe.conv_bias[kFeV]), b, t0, s.T, hv * V, V, L, false, fe.l2_eps,
-                      static_cast<T*>(nullptr), 0);
-      if (n == N - 1) {  // the final conv caches: v by every value head, q and k by the group writer
-        if (fe.cache_out[kFeV])
-          store_final_cache(static_cast<T*>(fe.cache_out[kFeV]), xv, cin_v, b, s.T, s.HV * V, hv * V, V);
-        if (group_writer && fe.cache_out[kFeK])
-          store_final_cache(static_cast<T*>(fe.cache_out[kFeK]), xk, cin_k, b, s.T, s.H * K, h * K, K);
-        if (group_writer && fe.cache_out[kFeQ])
-          store_final_cache(static_cast<T*>(fe.cache_out[kFeQ]), static_cast<const T*>(fe.x[kFeQ]),
-                            static_cast<const T*>(fe.cache_in[kFeQ]), b, s.T, s.H * K, h * K, K);
-      }
-      __syncthreads();  // the converted tiles are visible
-    }
     if (has_next) load_gates(next);
     prepare_chunk<T>(
         p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
         [&] {
           if (swap && has_next) {
-            issue_k(A_s, next);
+            issue_rows(A_s, ldk, p.k, s.H, h, K, next);
             cp_async_commit();
           }
         },
         [&] {
           if (has_next) {
             __syncthreads();  // every warp's U0 products (the v tile's reads) are done
-            issue_v(next);
+            issue_rows(v_s, ldv, p.v, s.HV, hv, V, next);
             cp_async_commit();
           }
         });
     if (!swap && has_next) {
       __syncthreads();  // every warp's W products (the k tile's reads) are done
-      issue_k(k_s, next);
+      issue_rows(k_s, ldk, p.k, s.H, h, K, next);
       cp_async_commit();
     }
   }
-}
-
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-gdn_wy_ut_prepare_v4_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
-  prepare_v4_body<T, false>(p, ws, GdnFrontEndParams(), nullptr);
-}
-
-// fused_conv version 3's prepare, capped for kMinBlocks blocks per SM (3 as the plain kernel runs:
-// ptxas spills 264 bytes; 2: none).
-template <typename T, int kMinBlocks>
-__global__ void __launch_bounds__(kThreads, kMinBlocks)
-gdn_wy_ut_prepare_v4_fe_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnFrontEndParams fe, T* k_out) {
-  prepare_v4_body<T, true>(p, ws, fe, k_out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1571,34 +1511,24 @@ cudaError_t prepare_v2_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
   return cudaGetLastError();
 }
 
-// fused_conv version 3's prepare (a measurement knob): 2 version 2's kernel with the front-end
-// prologue, 3 version 4's with fe_convert_tile capped for 3 blocks per SM, 4 the same for 2.
-#ifndef GDNBENCH_FUSED_CONV_PREPARE
-#define GDNBENCH_FUSED_CONV_PREPARE 2
-#endif
-constexpr int kFusedConvPrepare = GDNBENCH_FUSED_CONV_PREPARE;
-static_assert(kFusedConvPrepare >= 2 && kFusedConvPrepare <= 4, "GDNBENCH_FUSED_CONV_PREPARE: 2, 3 or 4");
-
-// Version 4's prepare: blocks_per_head blocks per (b, hv), each looping over its chunks. kFe: with
-// the front end from `fe`, the normalised k to k_out (fused_conv version 3).
-template <typename T, bool kFe = false>
+// Version 4's prepare: blocks_per_head blocks per (b, hv), each looping over its chunks.
+template <typename T>
 cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
-                             int blocks_per_head, const GdnFrontEndParams& fe = GdnFrontEndParams(),
-                             T* k_out = nullptr) {
-  const int K = int(p.shape.K), V = int(p.shape.V);
-  const int bytes = prepare_smem_bytes(K, V) + (kFe ? fe_halo_bytes(K) + fe_halo_bytes(V) : 0);
-  auto launch = [&](auto kernel, auto... args) {
-    if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
-    int64_t per_head = 0;
-    if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
-    const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
-    kernel<<<grid, kThreads, bytes, stream>>>(p, ws, args...);
-    return cudaGetLastError();
-  };
-  if constexpr (kFe) return launch(gdn_wy_ut_prepare_v4_fe_kernel<T, kFusedConvPrepare == 4 ? 2 : 3>, fe, k_out);
-  else return launch(gdn_wy_ut_prepare_v4_kernel<T>);
+                             int blocks_per_head) {
+  const auto kernel = gdn_wy_ut_prepare_v4_kernel<T>;
+  const int bytes = prepare_smem_bytes(int(p.shape.K), int(p.shape.V));
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  int64_t per_head = 0;
+  if (const cudaError_t e = blocks_per_head_for(kernel, bytes, p, ws, blocks_per_head, per_head)) return e;
+  const dim3 grid(unsigned(per_head), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
 }
 
+// The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
+// (gdn_wy_ut_scan_groups in kernels/wy_ut.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// its U, states and the state entering group 1; the others their R and M), the combine for the
+// states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
 // (gdn_wy_ut_scan_groups in kernels/wy_ut.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
@@ -1732,17 +1662,11 @@ template <typename T>
 cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, const GdnFrontEndParams& fe,
                                 cudaStream_t stream) {
   T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
-  if (gdn_fused_conv_pipelined(p.shape)) {  // version 3: version 4's output (and prepare, by the knob)
-    if (const cudaError_t e = kFusedConvPrepare == 2 ? prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)
-                                                     : prepare_for_type<T, true>(p, ws, stream, 0, fe, k_ws))
-      return e;
-    if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
-    return p.shape.K == 64 ? output_v4_for_k<T, 64, true>(p, ws, stream, 0, fe)
-                           : output_v4_for_k<T, 128, true>(p, ws, stream, 0, fe);
-  }
   if (const cudaError_t e = prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
   if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
-  return output_v2_for_type<T, true>(p, ws, stream, fe);
+  if (!gdn_fused_conv_pipelined(p.shape)) return output_v2_for_type<T, true>(p, ws, stream, fe);
+  return p.shape.K == 64 ? output_v4_for_k<T, 64, true>(p, ws, stream, 0, fe)  // version 3
+                         : output_v4_for_k<T, 128, true>(p, ws, stream, 0, fe);
 }
 
 bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
@@ -1869,14 +1793,7 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, i
 }
 
 const char* gdn_wy_ut_build_flags() {
-  static const std::string flags = [] {
-    std::string f;
-    if (kForcedScanGroups > 0) f = "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS);
-    if (kFusedConvPrepare != 2)
-      f += std::string(f.empty() ? "" : ",") + "GDNBENCH_FUSED_CONV_PREPARE=" GDNBENCH_STRINGIFY(GDNBENCH_FUSED_CONV_PREPARE);
-    return f;
-  }();
-  return flags.c_str();
+  return kForcedScanGroups > 0 ? "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS) : "";
 }
 
 namespace {
