@@ -11,8 +11,9 @@
 // output's work on their sequential chain) and was removed once fused_conv stopped using it
 // (docs/perf-notes.md keeps its record); 4 (this one) pipelines the output stage and prepare: a
 // block loops over several chunks of one head and copies the next chunk's tiles (output: the next
-// value slices, q and k) while it computes; the scan is version 2's, and so are fused_conv's
-// prepare and output kernels (their front-end prologues build the tiles).
+// value slices, q and k) while it computes; the scan is version 2's, and so is fused_conv's prepare
+// (its front-end prologue builds the tiles); fused_conv's output is version 4's (version 3 of
+// fused_conv, below) where K and V <= 128, else version 2's with a prologue.
 //   1 prepare, grid (G, HV, B), block x taking chunks x, x + G, ... (G as for output, below): K K^T
 //     on tensor cores, A in float32; Tm from the inverses of the four 16x16 diagonal blocks of
 //     I + A (forward substitution, one column per lane) merged block by block,
