@@ -30,7 +30,7 @@
 // T = 1 when one row per block would need more than two waves of blocks (at B = 64: 1536 blocks
 // instead of 6144; the front-end kernel alone 15.9 -> 12.4 us by ncu). Per row the same
 // operations in the same order, so q, k, v and the gates are version 5's by construction.
-// Version 8, this one (runs 35-44): a bf16 pool takes one of two new state kernels, 2c (split
+// Version 8 (runs 35-44): a bf16 pool takes one of two new state kernels, 2c (split
 // columns) below 4 slices per SM and 2d (a persistent stream of bulk copies) from there: bf16
 // pool 0.0159 -> 0.0148 ms at B = 8, 0.0261 -> 0.0238 at B = 16, 0.0667 -> 0.0643 at B = 64,
 // 0.238 -> 0.207 at B = 256 (H = HV = 32, K = V = 128). The float32 pool stays on version 5's
@@ -38,6 +38,10 @@
 // 3 where its grid fits one wave of those: 0.0195 -> 0.0171 ms at B = 8 (runs 42-43). Its state
 // kernel takes 77.5 us at B = 64 against 66.9 us for an in-place update of the same 134 MB with
 // one 16-byte access per thread (run 37).
+// Version 9, this one (runs 64-65): at T = 1 the float32 pool's lane kernel at K = 128 in blocks
+// of 2 warps, 6 per SM, instead of 4 warps, 3 per SM (the same warps per SM): its state kernel
+// 77.9 -> 74.7 us at B = 64, the step 0.0896 -> 0.0871 ms; one-wave grids and T > 1 keep 4-warp
+// blocks.
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -52,18 +56,19 @@
 //     steps. The block's state slice (K x 32 columns) is copied into shared memory with 16-byte
 //     cp.async first, while the q, k, v rows and gates of its (b, h) come from L2; then each
 //     thread moves its R state values into registers.
-//   2b state update, K <= 128 (version 5): one warp per (32 value columns, b, hv), blocks of the
-//     min(4, ceil(V / 32)) column groups of one (b, hv), which share its q and k rows.
+//   2b state update, K <= 128 (version 5): one warp per (32 value columns, b, hv), blocks of up
+//     to 4 (2 at K = 128 and T = 1 since version 9) column groups of one (b, hv), which share its
+//     q and k rows.
 //   2c state update, K <= 128, bf16 pool, few slices (version 8): 32 bytes of columns per warp,
 //     each column's rows split over the lanes that share it, sums by an xor butterfly.
 //   2d state update, K = 128, bf16 pool, many slices (version 8): persistent blocks, each
 //     slice's state brought in by one bulk copy a slice ahead.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
-// kK = 128 (3 blocks of 4 warps per SM; 8 B spilled at K = 128, the slice offset kept for the
+// kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept for the
 // stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which version 8
-// no longer launches, the most), or 254 without spills for one-wave grids (2 blocks), 128 at
-// kK = 64 (4 blocks); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at kK = 128) + 4 x 8 x 32
-// x 4 B of v + the gates = 12.1 KiB. Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
+// no longer launches, the most), or 254 without spills for one-wave grids (2 blocks of 4 warps),
+// 128 at kK = 64 (4 blocks of 4 warps); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at
+// kK = 128) + W x 8 x 32 x 4 B of v + the gates = 10.1 KiB (W = 2) or 12.1 KiB (W = 4). Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
 // SM with a float32 pool, 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
 // Budget of kernel 2 (K = 256, W = 16): 32 + 16 KiB dynamic at T = 8 plus 7.2 KiB static,
 // opted in whenever static + dynamic exceed 48 KiB (a float32 state from T = 5 on). Without
@@ -102,7 +107,6 @@ dim3 decode_heads_grid(const GdnShape& s, int64_t x) {
 #endif
 constexpr bool kDecodePdl = GDNBENCH_DECODE_PDL != 0;
 
-constexpr int kLaneMaxWarps = 4;  // version 5: warps (column groups of one head) per block
 
 __device__ __forceinline__ void dec_cp_async_16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -439,21 +443,33 @@ __device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (
 // 16 KiB per warp at K = 128); with kDecodePdl they are issued before griddepcontrol.wait, while
 // the front end still runs. Sums in the grouping of version 4's step (8 partials of kK / 8 rows,
 // then those in order), its expressions for u, o and the update: the same float32 operations.
-// Resident 4-warp blocks per SM the register cap is set for: 3 at kK = 128 (168 registers: the
-// kK state values, the 24 partial sums of a token and addresses), 4 at kK = 64 (128 registers;
-// a 96-register cap, for 5 blocks, makes the bf16-pool instances spill). At kK = 128 a grid that
-// fits one wave at 2 blocks per SM (B x HV <= 2 x SMs at V = 128) takes a second instance capped
-// for 2 (no spills): at B = 8, H = HV = 32 with a float32 pool 0.0195 -> 0.0171 ms (runs 42-43),
-// where at B = 64 and 256 the 2-block cap is 13-19% slower (fewer resident warps).
-template <int kK>
-constexpr int kLaneMinBlocks = kK <= 64 ? 4 : 3;
-constexpr int kLaneOneWaveMinBlocks = 2;
+// LaneConfig: an instance's warps per block (at most: ceil(V / 32) when fewer) and the resident
+// blocks per SM its register cap is set for. 12 warps per SM at kK = 128 (168 registers: the kK
+// state values, the 24 partial sums of a token and addresses), 16 at kK = 64 (128 registers; a
+// 96-register cap makes the bf16-pool instances spill).
+//   LaneWide (4 warps, 3 per SM): kK = 128 at T > 1, and a forced bf16 pool.
+//   LaneNarrow (2 warps, 6 per SM): kK = 128, float32 pool, T = 1. A block's registers are freed
+//     when its last warp ends; half the warps share that end (run 65: the step 0.0896 -> 0.0871
+//     ms at B = 64, H = HV = 32, -2 to -3% at B = 16..256). At T > 1 the blocks' rows of q and
+//     k, loaded by half the threads, cost more than that: 4% and 10% slower at T = 2 and 4.
+//   LaneOneWave (4 warps, 2 per SM, 254 registers, no spills): kK = 128, a grid within one wave
+//     of those (B x HV <= 2 x SMs at V = 128): at B = 8, H = HV = 32 with a float32 pool 0.0195 ->
+//     0.0171 ms (runs 42-43), where at B = 64 and 256 that cap is 13-19% slower (fewer resident
+//     warps); in 2-warp blocks 3% slower at B = 8 (run 64).
+template <int kMaxWarps, int kBlocksPerSm>
+struct LaneConfig {
+  static constexpr int kWarps = kMaxWarps, kMinBlocks = kBlocksPerSm;
+};
+using Lane64 = LaneConfig<4, 4>;
+using LaneWide = LaneConfig<4, 3>;
+using LaneNarrow = LaneConfig<2, 6>;
+using LaneOneWave = LaneConfig<4, 2>;
 
-template <typename T, typename St, int kK, bool kFull, int kMinBlocks = kLaneMinBlocks<kK>>
-__global__ void __launch_bounds__(kLaneMaxWarps * 32, kMinBlocks)
+template <typename T, typename St, int kK, bool kFull, int kMaxWarps, int kMinBlocks>
+__global__ void __launch_bounds__(kMaxWarps * 32, kMinBlocks)
 gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][kK];
-  __shared__ float v_s[kLaneMaxWarps][kDecodeMaxTokens][32];
+  __shared__ float v_s[kMaxWarps][kDecodeMaxTokens][32];
   __shared__ float gates_s[kDecodeMaxTokens][2];  // alpha = exp(g), beta
 
   const GdnShape s = p.shape;
@@ -875,25 +891,25 @@ cudaError_t launch_after_front_end(void (*kernel)(Args...), dim3 grid, dim3 bloc
   return cudaGetLastError();
 }
 
-// Version 5's blocks (K <= 128): W = min(4, ceil(V / 32)) warps, the column groups of a (b, hv).
-int64_t decode_lane_warps(const GdnShape& s) {
+// Version 5's blocks (K <= 128): W = min(max_warps, ceil(V / 32)) warps, the column groups of a
+// (b, hv).
+int64_t decode_lane_warps(const GdnShape& s, int max_warps) {
   const int64_t groups = (s.V + 31) / 32;
-  return groups < kLaneMaxWarps ? groups : kLaneMaxWarps;
+  return groups < max_warps ? groups : max_warps;
 }
-dim3 decode_lane_grid(const GdnShape& s) {
-  const int64_t groups = (s.V + 31) / 32, warps = decode_lane_warps(s);
+dim3 decode_lane_grid(const GdnShape& s, int max_warps) {
+  const int64_t groups = (s.V + 31) / 32, warps = decode_lane_warps(s, max_warps);
   return decode_heads_grid(s, (groups + warps - 1) / warps);
 }
 
-// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel, capped for kMinBlocks blocks
-// per SM.
-template <typename T, typename St, int kK, int kMinBlocks = kLaneMinBlocks<kK>>
+// Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel in C's blocks.
+template <typename T, typename St, int kK, typename C>
 cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  const dim3 grid = decode_lane_grid(p.shape), block(unsigned(decode_lane_warps(p.shape) * 32));
+  const dim3 grid = decode_lane_grid(p.shape, C::kWarps), block(unsigned(decode_lane_warps(p.shape, C::kWarps) * 32));
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true, kMinBlocks>
-                                : gdn_decode_lane_kernel<T, St, kK, false, kMinBlocks>;
+  auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true, C::kWarps, C::kMinBlocks>
+                                : gdn_decode_lane_kernel<T, St, kK, false, C::kWarps, C::kMinBlocks>;
   return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
 }
 
@@ -910,8 +926,9 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
 // 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else for 3); a bf16 pool version 8's stream where it can run with enough slices, else the
-// split-column kernel (runs 35-38 in docs/perf-notes.md). Build with
+// else in 2-warp blocks at T = 1 and 4-warp blocks at T > 1: LaneConfig); a bf16 pool version
+// 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
+// docs/perf-notes.md). Build with
 // -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
 // 3 stream (wherever it can run, any number of slices).
 #ifndef GDNBENCH_DECODE_STATE_KERNEL
@@ -924,10 +941,11 @@ constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
 template <typename St>
 constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
 
-enum class DecodeStateKernel { lane, lane_one_wave, split, stream, block };
+enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block };
 const char* decode_state_kernel_name(DecodeStateKernel k) {
   switch (k) {
     case DecodeStateKernel::lane: return "lane";
+    case DecodeStateKernel::lane_narrow: return "lane_narrow";
     case DecodeStateKernel::lane_one_wave: return "lane_one_wave";
     case DecodeStateKernel::split: return "split";
     case DecodeStateKernel::stream: return "stream";
@@ -990,9 +1008,11 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
   if (kDecodeStateKernel == 0 && sizeof(St) == 4 && s.K > 64) {  // version 5 at kK = 128: which cap
     int device = 0, sms = 0;
     if (const cudaError_t e = decode_device(device, sms)) return e;
-    const dim3 grid = decode_lane_grid(s);
-    if (int64_t(grid.x) * grid.y * grid.z <= int64_t(kLaneOneWaveMinBlocks) * sms)
+    const dim3 grid = decode_lane_grid(s, LaneOneWave::kWarps);
+    if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
+    else if (s.T == 1)
+      plan.kernel = DecodeStateKernel::lane_narrow;
     return cudaSuccess;
   }
   if constexpr (kSplitAndStreamFor<St>) {
@@ -1031,9 +1051,13 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
       if constexpr (kSplitAndStreamFor<St>) return launch_decode_split<T, St>(p, fe, stream);
       break;
     case DecodeStateKernel::lane:
-      return p.shape.K <= 64 ? launch_decode_lane<T, St, 64>(p, fe, stream) : launch_decode_lane<T, St, 128>(p, fe, stream);
+      return p.shape.K <= 64 ? launch_decode_lane<T, St, 64, Lane64>(p, fe, stream)
+                             : launch_decode_lane<T, St, 128, LaneWide>(p, fe, stream);
+    case DecodeStateKernel::lane_narrow:
+      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneNarrow>(p, fe, stream);
+      break;
     case DecodeStateKernel::lane_one_wave:
-      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, kLaneOneWaveMinBlocks>(p, fe, stream);
+      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneOneWave>(p, fe, stream);
       break;
     case DecodeStateKernel::block: break;
   }

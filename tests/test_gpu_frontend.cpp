@@ -255,7 +255,8 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 // 8's stream (a bf16 pool, K = 128, 1200 slices: several rounds of every block's stages; T = 8
 // with two stages of a V = 96 slice), the split-column kernel (a bf16 pool with few slices or
 // K < 128, V past 128), version 5's lane kernel (a float32 pool; capped for 2 blocks per SM where
-// its grid fits one wave of those) and the block kernel (K = 256).
+// its grid fits one wave of those; in 2-warp blocks at T = 1 otherwise, with a partial block at
+// V = 72) and the block kernel (K = 256).
 TEST_CASE("fused_decode's state kernels each match the float64 reference where chosen", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
 #ifdef GDNBENCH_HAVE_CUDA
@@ -267,10 +268,11 @@ TEST_CASE("fused_decode's state kernels each match the float64 reference where c
   static const Case kCases[] = {
       {300, 1, 128, 128, true, "stream"}, {300, 3, 128, 128, true, "stream"}, {300, 8, 128, 96, true, "stream"},
       {3, 1, 128, 128, true, "split"},    {300, 2, 100, 72, true, "split"},   {5, 3, 32, 136, true, "split"},
-      {300, 1, 128, 128, false, "lane"},  {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
+      {300, 2, 128, 128, false, "lane"},  {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
       {5, 2, 128, 128, false, "lane_one_wave"}, {3, 1, 100, 72, false, "lane_one_wave"},
+      {300, 1, 128, 128, false, "lane_narrow"}, {300, 1, 100, 72, false, "lane_narrow"},
   };
-  const int ci = GENERATE(range(0, 11));
+  const int ci = GENERATE(range(0, 13));
   const DType dt = GENERATE(DType::bf16, DType::f32);
   const Case& c = kCases[ci];
   const GdnShape shape{c.B, c.T, 2, 4, c.K, c.V};
