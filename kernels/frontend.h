@@ -98,9 +98,9 @@ int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t 
 // the device query fails; for tests that must reach both shapes of that kernel.
 int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype);
 // The state kernel fused_decode takes at this shape with a 16-byte aligned pool on the current
-// device: "lane", "lane_narrow", "lane_one_wave", "split", "stream" or "block" (kernels/decode.cu says which
-// and why), or nullptr when the shape is unsupported or the device query fails. For tests that
-// must reach each.
+// device: "lane", "lane_narrow", "lane_one_wave", "split", "stream" or "block" (kernels/decode.cu
+// says which and why), or nullptr when the shape is unsupported or the device query fails. For
+// tests that must reach each.
 const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16);
 // fused_decode's build knobs that differ from their defaults (GDNBENCH_DECODE_PDL,
 // GDNBENCH_DECODE_STATE_KERNEL), as "name=value" joined by ','; "" in a default build. The
