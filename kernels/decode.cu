@@ -38,7 +38,7 @@
 // 3 where its grid fits one wave of those: 0.0195 -> 0.0171 ms at B = 8 (runs 42-43). Its state
 // kernel takes 77.5 us at B = 64 against 66.9 us for an in-place update of the same 134 MB with
 // one 16-byte access per thread (run 37).
-// Version 9, this one (runs 64-65): at T = 1 the float32 pool's lane kernel at K = 128 in blocks
+// Version 9, this one (runs 64-66): at T = 1 the float32 pool's lane kernel at K = 128 in blocks
 // of 2 warps, 6 per SM, instead of 4 warps, 3 per SM (the same warps per SM): its state kernel
 // 77.9 -> 74.7 us at B = 64, the step 0.0896 -> 0.0871 ms; one-wave grids and T > 1 keep 4-warp
 // blocks.
@@ -64,12 +64,13 @@
 //   2d state update, K = 128, bf16 pool, many slices (version 8): persistent blocks, each
 //     slice's state brought in by one bulk copy a slice ahead.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
-// kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept for the
-// stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which version 8
-// no longer launches, the most), or 254 without spills for one-wave grids (2 blocks of 4 warps),
-// 128 at kK = 64 (4 blocks of 4 warps); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at
-// kK = 128) + W x 8 x 32 x 4 B of v + the gates = 10.1 KiB (W = 2) or 12.1 KiB (W = 4). Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per
-// SM with a float32 pool, 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
+// kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept
+// for the stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which
+// version 8 no longer launches, the most), or 254 without spills for one-wave grids (2 blocks of
+// 4 warps), 128 at kK = 64 (4 blocks of 4 warps); static shared 8 x 2 x kK x 4 B of q/k rows
+// (8 KiB at kK = 128) + W x 8 x 32 x 4 B of v + the gates = 10.1 KiB (W = 2) or 12.1 KiB
+// (W = 4). Bytes in flight: 12 warps x 128 rows x 128 B = 192 KiB per SM with a float32 pool,
+// 96 KiB with bf16, against ~32 KiB that latency x bandwidth asks for.
 // Budget of kernel 2 (K = 256, W = 16): 32 + 16 KiB dynamic at T = 8 plus 7.2 KiB static,
 // opted in whenever static + dynamic exceed 48 KiB (a float32 state from T = 5 on). Without
 // 16-byte alignment (V not a multiple of 4 for a float32 pool, of 8 for bf16) each thread loads
@@ -106,7 +107,6 @@ dim3 decode_heads_grid(const GdnShape& s, int64_t x) {
 #define GDNBENCH_DECODE_PDL 1
 #endif
 constexpr bool kDecodePdl = GDNBENCH_DECODE_PDL != 0;
-
 
 __device__ __forceinline__ void dec_cp_async_16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -905,7 +905,8 @@ dim3 decode_lane_grid(const GdnShape& s, int max_warps) {
 // Version 5 (K <= 128): the front end, then gdn_decode_lane_kernel in C's blocks.
 template <typename T, typename St, int kK, typename C>
 cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  const dim3 grid = decode_lane_grid(p.shape, C::kWarps), block(unsigned(decode_lane_warps(p.shape, C::kWarps) * 32));
+  const dim3 grid = decode_lane_grid(p.shape, C::kWarps);
+  const dim3 block(unsigned(decode_lane_warps(p.shape, C::kWarps) * 32));
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
   auto kernel = p.shape.K == kK ? gdn_decode_lane_kernel<T, St, kK, true, C::kWarps, C::kMinBlocks>
