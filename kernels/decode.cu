@@ -151,6 +151,16 @@ struct DecodeFeLayout {
 
 constexpr int kFeMaxThreads = 256;  // one channel per thread: K, V <= 256
 
+// The gates of row (b, t) and value head hv into the front end's row: alpha = exp(g), beta.
+template <typename T>
+__device__ __forceinline__ void decode_fe_gates(const GdnFrontEndParams& p, float* fe, const DecodeFeLayout& lay,
+                                                int64_t b, int t, int hv) {
+  const int64_t bt = b * p.shape.T + t, gi = bt * p.shape.HV + hv;
+  float* gates = fe + bt * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+  gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[hv], p.dt_bias[hv]));
+  gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+}
+
 // Threads of a front-end block: one per channel of the widest head, in whole warps (128 at
 // K = V = 128). Version 3 always ran 256, so at K = V = 128 half of every block idled while
 // holding its registers: 48 registers x 256 threads let 5 blocks (640 working channels) reside
@@ -202,10 +212,7 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       if (b0 + r >= B) break;
-      const int64_t gi = (int64_t(b0 + r) * nt + tid) * s.HV + head;
-      float* gates = fe + (int64_t(b0 + r) * nt + tid) * lay.row + 2 * lay.qk + lay.v + 2 * head;
-      gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[head], p.dt_bias[head]));
-      gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+      decode_fe_gates<T>(p, fe, lay, b0 + r, tid, head);
     }
   }
   float y[kRows][kTok];
@@ -276,6 +283,72 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
       row[t * lay.row + (tensor == kFeK ? lay.qk : 0) + ch] = y[r][t] * fe_inv_l2(ss, p.l2_eps);
     }
   }
+}
+
+// Kernel 1v (version 10), for K and V multiples of 8 with 16-byte aligned projections, conv
+// weights, biases and caches: thread = 8 consecutive channels of one (b, head) row, the row in
+// 2^fe_lanes_log2(D) adjacent lanes (16 at D = 128), so a token's sum of squares is a shuffle sum
+// over those lanes and no block barrier is needed. Its x, taps, bias and conv cache come in
+// 16-byte loads (at K = 128, bf16: 9 loads and 5 stores for 8 channels, where kernel 1 makes 72
+// and 32 two-byte ones), and the tokens go through fe_token, the operations of unfused_conv's
+// front end: q, k and v are its bits. Blocks [0, qk_blocks) take the 2H q and k heads of every
+// row, the rest the HV v heads, whose lane 0 also computes the row's gates. kTokens: 1 (the
+// serving case) or kFeVecMaxTokens (T <= kTokens at run time); every token's loads are in flight
+// before the conv cache's round trip.
+// Measured at B = 64, H = HV = 32, K = V = 128 (run 70): kernel 1 spends 9.7 of its 12.7 us
+// issuing instructions, 789 per warp, most of them addresses and bounds of 2-byte accesses.
+constexpr int kFeVecThreads = 128;
+constexpr int kFeVecMaxTokens = 4;  // tokens of the T > 1 instance
+
+template <typename T, int kTokens>
+__global__ void __launch_bounds__(kFeVecThreads)
+gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk_blocks) {
+  static_assert(sizeof(T) == 2, "16-bit projections (decode_fe_vector_shape)");
+  const GdnShape s = p.shape;
+  const DecodeFeLayout lay(s);
+  // The state kernel may start now (it waits for this grid's completion before reading any row).
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const int nt = kTokens == 1 ? 1 : int(s.T), H = int(s.H);
+  const bool qk = blockIdx.x < qk_blocks;  // uniform in the block, so in every warp
+  const int D = int(qk ? s.K : s.V), shift = fe_lanes_log2(D), lanes = 1 << shift;
+  const int64_t heads = qk ? 2 * s.H : s.HV;
+  const int64_t unit = int64_t(qk ? blockIdx.x : blockIdx.x - qk_blocks) * (kFeVecThreads >> shift) +
+                       (threadIdx.x >> shift);  // b * heads + head of the tensor pair
+  const bool unit_ok = unit < s.B * heads;
+  const int64_t b = unit_ok ? unit / heads : 0;
+  const int hh = int(unit - b * heads);
+  const int tensor = qk ? (hh < H ? kFeQ : kFeK) : kFeV;
+  const int head = tensor == kFeK ? hh - H : hh;
+  const int c0 = int(threadIdx.x & unsigned(lanes - 1)) * kFeVec;
+  // Lanes past the head's channels and rows past B compute zeros and take part in the shuffles.
+  const bool active = unit_ok && c0 < D;
+  const int64_t channels = tensor == kFeV ? lay.v : lay.qk, ch = int64_t(head) * D + c0;
+  const int64_t slot = unit_ok ? p.slots[b] : 0;
+  if (tensor == kFeV && unit_ok && c0 == 0)
+    for (int t = 0; t < nt; ++t) decode_fe_gates<T>(p, fe, lay, b, t, head);
+
+  ConvChannel conv[kFeVec];
+  fe_load_taps<T, true>(conv, static_cast<const T*>(p.conv_w[tensor]), static_cast<const T*>(p.conv_bias[tensor]),
+                        ch, D - c0, active);
+  const T* x = static_cast<const T*>(p.x[tensor]) + b * nt * channels + ch;
+  FeChunk<T, true> xs[kTokens];  // every token's inputs in flight before the cache's round trip
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) xs[t].load(x + t * channels, kFeVec, active && t < nt);
+  T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
+  fe_load_cache_vec<T>(conv, cache, active);
+  float* out = fe + b * nt * lay.row + (tensor == kFeV ? 2 * lay.qk : tensor * lay.qk) + ch;
+#pragma unroll
+  for (int t = 0; t < kTokens; ++t) {
+    if (t >= nt) break;  // uniform: every row has T tokens
+    float xf[kFeVec], y[kFeVec];
+    xs[t].unpack(xf);
+    fe_token(conv, xf, y, tensor != kFeV, lanes, p.l2_eps);
+    if (active)
+#pragma unroll
+      for (int c = 0; c < kFeVec; c += 2)
+        *reinterpret_cast<float2*>(out + t * lay.row + c) = make_float2(y[c], y[c + 1]);
+  }
+  fe_store_cache_vec<T>(conv, cache, active);
 }
 
 // Kernel 2, the state update: one block per (32 value columns, b, hv) as in recurrent's decode.
@@ -826,8 +899,66 @@ cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
   return cudaSuccess;
 }
 
+// Kernel 1v's grid: the blocks of the q and k rows, then those of the v rows.
+struct DecodeFeVecGrid {
+  int64_t qk_blocks, blocks;
+};
+DecodeFeVecGrid decode_fe_vec_grid(const GdnShape& s) {
+  auto blocks = [](int64_t rows, int64_t D) {
+    const int64_t per_block = kFeVecThreads >> fe_lanes_log2(int(D));
+    return (rows + per_block - 1) / per_block;
+  };
+  const int64_t qk = blocks(s.B * 2 * s.H, s.K);
+  return {qk, qk + blocks(s.B * s.HV, s.V)};
+}
+
+// Build with -DGDNBENCH_DECODE_FE_KERNEL=1 to keep kernel 1 everywhere, =2 to take kernel 1v
+// wherever it can run, whatever its grid (for measurements).
+#ifndef GDNBENCH_DECODE_FE_KERNEL
+#define GDNBENCH_DECODE_FE_KERNEL 0
+#endif
+constexpr int kDecodeFeKernel = GDNBENCH_DECODE_FE_KERNEL;
+
+// Whether kernel 1v takes a shape (measured against kernel 1 in run 71, H = HV = 32, K = V = 128):
+// whole 8-channel vectors; a 16-bit dtype (with float32 inputs, 90 registers and 5 blocks per SM,
+// it was 5% slower at B = 64); T <= kFeVecMaxTokens (its T = 8 instance, 145 registers, 3% slower);
+// a grid of at least half the SMs in blocks (B = 1: 12 blocks of 8 channels per thread, 3%
+// slower). At launch the tensors must be 16-byte aligned too.
+bool decode_fe_vector_shape(const GdnShape& s, DType dtype, int sms) {
+  if (kDecodeFeKernel == 1 || dtype == DType::f32) return false;
+  if (s.K % kFeVec != 0 || s.V % kFeVec != 0 || s.T > kFeVecMaxTokens) return false;
+  return kDecodeFeKernel == 2 || 2 * decode_fe_vec_grid(s).blocks >= sms;
+}
+bool decode_aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+cudaError_t decode_fe_vector(const GdnFrontEndParams& p, bool& vector) {
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
+  vector = decode_fe_vector_shape(p.shape, p.dtype, sms);
+  for (int t = 0; t < 3; ++t)
+    vector = vector && decode_aligned16(p.x[t]) && decode_aligned16(p.cache_out[t]) &&
+             decode_aligned16(p.conv_w[t]) && decode_aligned16(p.conv_bias[t]);  // nullptr: aligned
+  return cudaSuccess;
+}
+
+template <typename T>
+cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  if constexpr (sizeof(T) == 2) {
+    const DecodeFeVecGrid g = decode_fe_vec_grid(p.shape);
+    const unsigned blocks = unsigned(g.blocks), qk_blocks = unsigned(g.qk_blocks);
+    if (p.shape.T == 1)
+      gdn_decode_frontend_vec_kernel<T, 1><<<blocks, kFeVecThreads, 0, stream>>>(p, fe, qk_blocks);
+    else
+      gdn_decode_frontend_vec_kernel<T, kFeVecMaxTokens><<<blocks, kFeVecThreads, 0, stream>>>(p, fe, qk_blocks);
+    return cudaGetLastError();
+  }
+  return cudaErrorInvalidValue;  // not taken: decode_fe_vector_shape refuses float32
+}
+
 template <typename T>
 cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  bool vector = false;
+  if (const cudaError_t e = decode_fe_vector(p, vector)) return e;
+  if (vector) return launch_decode_frontend_vec<T>(p, fe, stream);
   const unsigned heads = unsigned(2 * p.shape.H + p.shape.HV), threads = decode_fe_threads(p.shape);
   bool rows = false;
   if (const cudaError_t e = decode_fe_takes_rows<T>(p, rows)) return e;
@@ -1086,9 +1217,17 @@ size_t gdn_decode_workspace_bytes(const GdnShape& s) {
   return size_t(s.B * s.T) * size_t(DecodeFeLayout(s).row) * sizeof(float);
 }
 
-int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
+const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype) {
+  if (gdn_decode_shape_unsupported(shape)) return nullptr;
   GdnFrontEndParams p;
   p.shape = shape;
+  p.dtype = dtype;
+  int device = 0, sms = 0;
+  if (decode_device(device, sms) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (decode_fe_vector_shape(shape, dtype, sms)) return "vector";
   bool rows = false;
   cudaError_t e = cudaSuccess;
   switch (dtype) {
@@ -1098,9 +1237,9 @@ int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype) {
   }
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return -1;
+    return nullptr;
   }
-  return rows ? kFeRowsT1 : 1;
+  return rows ? "rows" : "row";
 }
 
 const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16) {
@@ -1122,6 +1261,7 @@ const char* gdn_decode_build_flags() {
     std::string f;
     if (!kDecodePdl) f += "GDNBENCH_DECODE_PDL=" GDN_STR(GDNBENCH_DECODE_PDL);
     if (kDecodeStateKernel != 0) f += std::string(f.empty() ? "" : ",") + "GDNBENCH_DECODE_STATE_KERNEL=" GDN_STR(GDNBENCH_DECODE_STATE_KERNEL);
+    if (kDecodeFeKernel != 0) f += std::string(f.empty() ? "" : ",") + "GDNBENCH_DECODE_FE_KERNEL=" GDN_STR(GDNBENCH_DECODE_FE_KERNEL);
     return f;
   }();
 #undef GDN_STR

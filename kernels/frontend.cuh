@@ -179,6 +179,52 @@ __device__ __forceinline__ float fe_lane_group_sum(float x, int lanes) {
   return x;
 }
 
+// One token of a thread's kFeVec channels (inputs xf): the conv in `conv` stepped, SiLU, and with
+// `norm` the L2 norm of the row, its sum of squares summed over the row's `lanes` lanes (uniform in
+// the warp, as `norm`).
+__device__ __forceinline__ void fe_token(ConvChannel (&conv)[kFeVec], const float (&xf)[kFeVec], float (&y)[kFeVec],
+                                         bool norm, int lanes, float eps) {
+  float ss = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kFeVec; ++c) {
+    y[c] = fe_silu(conv[c].step(xf[c]));
+    ss = fmaf(y[c], y[c], ss);
+  }
+  if (norm) {
+    const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), eps);
+#pragma unroll
+    for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
+  }
+}
+
+// The conv caches of kFeVec consecutive channels, [channel][3] from `cache` on (24 contiguous
+// elements, 16-byte aligned): three 16-byte-vector chunks in or out. Exact both ways (the cache
+// holds dtype values). `active` false: zeros in, nothing out.
+template <typename T>
+__device__ __forceinline__ void fe_load_cache_vec(ConvChannel (&conv)[kFeVec], const T* cache, bool active) {
+#pragma unroll
+  for (int j = 0; j < kConvCache; ++j) {
+    FeChunk<T, true> chunk;
+    chunk.load(cache + j * kFeVec, kFeVec, active);
+    float f[kFeVec];
+    chunk.unpack(f);
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache] = f[e];
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void fe_store_cache_vec(const ConvChannel (&conv)[kFeVec], T* cache, bool active) {
+  if (!active) return;
+#pragma unroll
+  for (int j = 0; j < kConvCache; ++j) {
+    float f[kFeVec];
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) f[e] = conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache];
+    fe_store<T, true>(cache + j * kFeVec, f, kFeVec);
+  }
+}
+
 // Tokens whose loads are in flight while one is computed: 64 bytes per thread in every dtype
 // (4 tokens in bf16/fp16, 2 in fp32); the element-wise path packs its loads with extra registers
 // and keeps 2.
@@ -261,17 +307,7 @@ __device__ __forceinline__ void fe_roll(ConvChannel (&conv)[kFeVec], const T* x,
       ring[r].unpack(xf);
       ring[r].load(next, n, active && tt + r + kStep < valid);
       next += stride;
-      float ss = 0.0f;
-#pragma unroll
-      for (int c = 0; c < kFeVec; ++c) {
-        y[c] = fe_silu(conv[c].step(xf[c]));
-        ss = fmaf(y[c], y[c], ss);
-      }
-      if (norm) {
-        const float inv = fe_inv_l2(fe_lane_group_sum(ss, lanes), eps);
-#pragma unroll
-        for (int c = 0; c < kFeVec; ++c) y[c] *= inv;
-      }
+      fe_token(conv, xf, y, norm, lanes, eps);
       if (tt + r < tokens) sink(tt + r, y, tt + r < valid);
     }
   }

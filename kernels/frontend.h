@@ -93,10 +93,12 @@ const char* gdn_decode_shape_unsupported(const GdnShape& shape);
 // (kernels/decode.cu); no initial contents needed.
 size_t gdn_decode_workspace_bytes(const GdnShape& shape);
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
-// Batch rows per block of fused_decode's front-end kernel for this problem on the current
-// device (1, or 4 at T = 1 when one row per block would take more than two waves), or -1 when
-// the device query fails; for tests that must reach both shapes of that kernel.
-int gdn_decode_frontend_rows_per_block(const GdnShape& shape, DType dtype);
+// The front-end kernel fused_decode takes for this problem on the current device, with 16-byte
+// aligned tensors: "vector" (8 channels per thread: bf16 or fp16, K and V multiples of 8, T <= 4,
+// a grid of at least half the SMs in blocks), else "rows" (4 batch rows per block, at T = 1 when
+// one row per block would take more than two waves) or "row"; nullptr when the shape is
+// unsupported or the device query fails. For tests that must reach each.
+const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype);
 // The state kernel fused_decode takes at this shape with a 16-byte aligned pool on the current
 // device: "lane", "lane_narrow", "lane_one_wave", "split", "stream" or "block" (kernels/decode.cu
 // says which and why), or nullptr when the shape is unsupported or the device query fails. For

@@ -234,17 +234,23 @@ TEST_CASE("fused_decode at serving batch sizes through a shuffled slot pool on t
   check_row(verify_on_gpu("fused_decode", p));
 }
 
-// The front-end kernel's several-rows-per-block shape (T = 1, large B x heads), with a last block
-// of 3 rows (B = 515), in every dtype; the smaller batches above take one row per block.
+// The scalar front-end kernel's several-rows-per-block shape (T = 1, large B x heads, K not a
+// multiple of 8), with a last block of 3 rows (B = 515), in every dtype; smaller batches and T > 1
+// take one row per block, K and V multiples of 8 the vector kernel (the tests above).
 TEST_CASE("fused_decode's front end with several batch rows per block matches the float64 reference",
           "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
 #ifdef GDNBENCH_HAVE_CUDA
   const DType dt = GENERATE(DType::bf16, DType::f16, DType::f32);
-  const GdnShape shape{515, 1, 4, 8, 128, 128};
-  REQUIRE(gdn_decode_frontend_rows_per_block(shape, dt) > 1);
-  CHECK(gdn_decode_frontend_rows_per_block(GdnShape{8, 1, 4, 8, 128, 128}, dt) == 1);
-  CHECK(gdn_decode_frontend_rows_per_block(GdnShape{515, 2, 4, 8, 128, 128}, dt) == 1);
+  const GdnShape shape{515, 1, 4, 8, 100, 72};
+  REQUIRE(std::string(gdn_decode_frontend_kernel(shape, dt)) == "rows");
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{8, 1, 4, 8, 100, 72}, dt)) == "row");
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 2, 4, 8, 100, 72}, dt)) == "row");
+  const bool half = dt != DType::f32;  // the vector kernel's dtypes
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 1, 4, 8, 128, 128}, dt)) == (half ? "vector" : "rows"));
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 4, 4, 8, 32, 136}, dt)) == (half ? "vector" : "row"));
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 5, 4, 8, 128, 128}, dt)) == "row");
+  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{1, 1, 4, 8, 128, 128}, dt)) == "row");
   Problem p = frontend_problem(shape, dt, true);
   INFO("seed " << p.seed << " dtype " << dtype_name(dt));
   check_row(verify_on_gpu("fused_decode", p));
@@ -338,6 +344,8 @@ struct DecodeDriver {
   Problem p;
   const HostInputs& in;
   DeviceBuffer w[3], bias[3], A_log, dt_bias, state, cache[3], slots, workspace;
+  // The projections one element past a 16-byte boundary: not a vector front end's (kernels/decode.cu).
+  bool misaligned_x = false;
 
   DecodeDriver(const Problem& problem, const HostInputs& inputs) : p(problem), in(inputs) {
     const GdnShape& s = p.shape;
@@ -378,12 +386,19 @@ struct DecodeDriver {
     DeviceBuffer a = to_device_as(testutil::slice_tokens(fe.a, s.B, s.T, s.HV, t0, t1), p.dtype);
     DeviceBuffer b = to_device_as(testutil::slice_tokens(fe.b, s.B, s.T, s.HV, t0, t1), p.dtype);
     DeviceBuffer o(size_t(s.B * n * cv) * dtype_bytes(p.dtype));
+    const size_t elem = dtype_bytes(p.dtype), shift = misaligned_x ? elem : 0;
+    if (misaligned_x)
+      for (DeviceBuffer& xt : x) {
+        DeviceBuffer moved(xt.bytes() + elem);
+        CUDA_CHECK(cudaMemcpy(moved.as<char>() + shift, xt.get(), xt.bytes(), cudaMemcpyDeviceToDevice));
+        xt = std::move(moved);
+      }
     GdnFrontEndParams fp;
     fp.shape = s;
     fp.shape.T = n;
     fp.dtype = p.dtype;
     for (int t = 0; t < 3; ++t) {
-      fp.x[t] = x[t].get();
+      fp.x[t] = x[t].as<char>() + shift;
       fp.conv_w[t] = w[t].get();
       fp.conv_bias[t] = bias[t].get();
       fp.cache_in[t] = cache[t].get();
@@ -460,5 +475,45 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
   CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
   CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+}
+// The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
+// launch (bit for bit: the same operations per token) and the float64 forward; and with the
+// projections moved off their 16-byte boundary, the scalar kernel on the same inputs, within the
+// forward's bounds. The conv caches exact in both (copies of inputs).
+TEST_CASE("fused_decode's vector front end, and its scalar fallback for misaligned projections",
+          "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t T = 3;
+  const Problem p = frontend_problem(GdnShape{96, T, 2, 4, 128, 64}, dt, true);
+  GdnShape one = p.shape;
+  one.T = 1;
+  REQUIRE(std::string(gdn_decode_frontend_kernel(one, dt)) == "vector");
+  REQUIRE(std::string(gdn_decode_frontend_kernel(p.shape, dt)) == "vector");
+  INFO("seed " << p.seed << " " << dtype_name(dt));
+  const HostInputs in = make_inputs(p);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
+  const Tolerance tol = tolerance_for(Precision::fp32_math, dt);
+  for (const bool misaligned : {false, true}) {
+    DecodeDriver steps(p, in);
+    steps.misaligned_x = misaligned;
+    std::vector<float> o(size_t(p.shape.v_elems()));
+    const int64_t cv = p.shape.HV * p.shape.V;
+    for (int64_t t = 0; t < T; ++t) {
+      const std::vector<float> ot = steps.launch(t, t + 1);
+      for (int64_t b = 0; b < p.shape.B; ++b)
+        std::copy(ot.begin() + b * cv, ot.begin() + (b + 1) * cv, o.begin() + (b * T + t) * cv);
+    }
+    INFO("misaligned " << misaligned);
+    CHECK(testutil::rel_l2(o, ref.o) <= tol.o_rel_l2);
+    CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
+    CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+    if (!misaligned) {
+      DecodeDriver once(p, in);
+      CHECK(once.launch(0, T) == o);
+      CHECK(once.final_state() == steps.final_state());
+      CHECK(once.final_caches() == steps.final_caches());
+    }
+  }
 }
 #endif
