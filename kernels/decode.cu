@@ -38,10 +38,15 @@
 // 3 where its grid fits one wave of those: 0.0195 -> 0.0171 ms at B = 8 (runs 42-43). Its state
 // kernel takes 77.5 us at B = 64 against 66.9 us for an in-place update of the same 134 MB with
 // one 16-byte access per thread (run 37).
-// Version 9, this one (runs 64-66): at T = 1 the float32 pool's lane kernel at K = 128 in blocks
+// Version 9 (runs 64-66): at T = 1 the float32 pool's lane kernel at K = 128 in blocks
 // of 2 warps, 6 per SM, instead of 4 warps, 3 per SM (the same warps per SM): its state kernel
 // 77.9 -> 74.7 us at B = 64, the step 0.0896 -> 0.0871 ms; one-wave grids and T > 1 keep 4-warp
 // blocks.
+// Version 10, this one (runs 70-72): the front end for bf16 and fp16 inputs with K and V multiples
+// of 8 (kernel 1v): a thread takes 8 channels of one row with 16-byte accesses, where kernel 1 took
+// one channel with 2-byte ones; at B = 64 the front-end kernel 12.3 -> 9.6 us by ncu, the step
+// (float32 pool) 0.0872 -> 0.0855 ms, -6% at B = 16 and 32, -3.6% at 256, -6 to -10% at T = 2..4.
+// Kernel 1 stays for float32 inputs, T > 4, small grids and other K, V (measured slower there).
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -50,6 +55,8 @@
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
 //     the gates: ~49 KiB per (b, t) at H = HV = 32, K = V = 128) go to the workspace and stay in
 //     L2 for kernel 2.
+//   1v front end (version 10), 8 channels of one (b, head) row per thread, the row's sum of squares
+//     a shuffle sum over its lanes: the same rows in the workspace.
 //   2 state update: the decode shape of kernels/recurrent.cu, whose per-token step it shares
 //     (kernels/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
 //     holds state rows [w R, w R + R) (W x R = 16 x 16; used for K = 256 since version 5) for the
