@@ -418,6 +418,18 @@ struct DecodeDriver {
     CUDA_CHECK(cudaDeviceSynchronize());
     return from_device_as(o, size_t(s.B * n * cv), p.dtype);
   }
+  // o of all T tokens, [B, T, HV, V], from T launches of one token each.
+  std::vector<float> launch_token_by_token() {
+    const GdnShape& s = p.shape;
+    const int64_t cv = s.HV * s.V;
+    std::vector<float> o(size_t(s.v_elems()));
+    for (int64_t t = 0; t < s.T; ++t) {
+      const std::vector<float> ot = launch(t, t + 1);
+      for (int64_t b = 0; b < s.B; ++b)
+        std::copy(ot.begin() + b * cv, ot.begin() + (b + 1) * cv, o.begin() + (b * s.T + t) * cv);
+    }
+    return o;
+  }
   // The state [B, HV, K, V] and the caches (q, k, v concatenated) in batch order.
   std::vector<float> final_state() const {
     const GdnShape& s = p.shape;
@@ -455,13 +467,7 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
 
   DecodeDriver steps(p, in);
-  std::vector<float> o_steps(size_t(p.shape.v_elems()));
-  const int64_t cv = p.shape.HV * p.shape.V;
-  for (int64_t t = 0; t < T; ++t) {
-    const std::vector<float> o = steps.launch(t, t + 1);
-    for (int64_t b = 0; b < p.shape.B; ++b)
-      std::copy(o.begin() + b * cv, o.begin() + (b + 1) * cv, o_steps.begin() + (b * T + t) * cv);
-  }
+  const std::vector<float> o_steps = steps.launch_token_by_token();
   DecodeDriver once(p, in);
   const std::vector<float> o_once = once.launch(0, T);
 
@@ -476,6 +482,7 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
   CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
 }
+
 // The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
 // launch (bit for bit: the same operations per token) and the float64 forward; and with the
 // projections moved off their 16-byte boundary, the scalar kernel on the same inputs, within the
@@ -497,13 +504,7 @@ TEST_CASE("fused_decode's vector front end, and its scalar fallback for misalign
   for (const bool misaligned : {false, true}) {
     DecodeDriver steps(p, in);
     steps.misaligned_x = misaligned;
-    std::vector<float> o(size_t(p.shape.v_elems()));
-    const int64_t cv = p.shape.HV * p.shape.V;
-    for (int64_t t = 0; t < T; ++t) {
-      const std::vector<float> ot = steps.launch(t, t + 1);
-      for (int64_t b = 0; b < p.shape.B; ++b)
-        std::copy(ot.begin() + b * cv, ot.begin() + (b + 1) * cv, o.begin() + (b * T + t) * cv);
-    }
+    const std::vector<float> o = steps.launch_token_by_token();
     INFO("misaligned " << misaligned);
     CHECK(testutil::rel_l2(o, ref.o) <= tol.o_rel_l2);
     CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
