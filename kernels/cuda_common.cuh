@@ -1,7 +1,13 @@
-// Device helpers shared by the CUDA kernels: element loads/stores for fp32/bf16/fp16 in float.
+// Helpers shared by the CUDA kernels: element loads/stores for fp32/bf16/fp16 in float, and the
+// host's alignment test for their vector paths.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cstdint>
+
+// Whether a pointer may be read or written with 16-byte vector accesses (nullptr: yes).
+inline bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 
 __device__ __forceinline__ float to_float(float x) { return x; }
 __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }

@@ -936,14 +936,13 @@ bool decode_fe_vector_shape(const GdnShape& s, DType dtype, int sms) {
   if (s.K % kFeVec != 0 || s.V % kFeVec != 0 || s.T > kFeVecMaxTokens) return false;
   return kDecodeFeKernel == 2 || 2 * decode_fe_vec_grid(s).blocks >= sms;
 }
-bool decode_aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 cudaError_t decode_fe_vector(const GdnFrontEndParams& p, bool& vector) {
   int device = 0, sms = 0;
   if (const cudaError_t e = decode_device(device, sms)) return e;
   vector = decode_fe_vector_shape(p.shape, p.dtype, sms);
   for (int t = 0; t < 3; ++t)
-    vector = vector && decode_aligned16(p.x[t]) && decode_aligned16(p.cache_out[t]) &&
-             decode_aligned16(p.conv_w[t]) && decode_aligned16(p.conv_bias[t]);  // nullptr: aligned
+    vector = vector && aligned16(p.x[t]) && aligned16(p.cache_out[t]) &&
+             aligned16(p.conv_w[t]) && aligned16(p.conv_bias[t]);  // nullptr: aligned
   return cudaSuccess;
 }
 
@@ -984,7 +983,7 @@ cudaError_t launch_decode_shape(const GdnFrontEndParams& p, float* fe, const dim
   constexpr int kChunkElems = 16 / int(sizeof(St));
   const size_t smem = decode_dynamic_smem<St, kRows * kWarps>(p.shape.T);
   // 16-byte copies need every state row of the block on a 16-byte boundary.
-  const bool async = p.shape.V % kChunkElems == 0 && reinterpret_cast<uintptr_t>(p.state) % 16 == 0;
+  const bool async = p.shape.V % kChunkElems == 0 && aligned16(p.state);
   auto kernel = async ? gdn_decode_kernel<T, St, kRows, kWarps, true> : gdn_decode_kernel<T, St, kRows, kWarps, false>;
   // Without the opt-in a launch may use 48 KiB of shared memory in all, static included: the
   // default dynamic limit is 48 KiB minus the kernel's static part (7.2 KiB at W = 16), so K = 256
@@ -1109,7 +1108,7 @@ template <typename T, typename St>
 cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced, DecodeStatePlan& plan) {
   const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
   if (s.K != kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
-  if (reinterpret_cast<uintptr_t>(pool) % 16 != 0) return cudaSuccess;
+  if (!aligned16(pool)) return cudaSuccess;
   int device = 0, sms = 0;
   if (const cudaError_t e = decode_device(device, sms)) return e;
   if (!forced && units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;

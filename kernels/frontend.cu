@@ -129,8 +129,6 @@ gdn_frontend_kernel(const GdnFrontEndParams p, const FeGrid fg, T* q, T* k, T* v
   }
 }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
-
 template <typename T>
 cudaError_t launch_frontend_for_type(const GdnFrontEndParams& p, const FeGrid& fg, void* q, void* k, void* v,
                                      float* g, float* beta, cudaStream_t stream) {

@@ -1872,7 +1872,6 @@ bool conv_caches_overlap(const GdnFrontEndParams& fe) {
 // The workspace: wy_ut's (gamma, W, U, the entering states), then the normalised k [B, T, H, K].
 size_t fused_conv_k_offset(const GdnParams& gp) { return gdn_wy_ut_workspace_bytes(gp); }
 
-bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
 }  // namespace
 
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype) {
