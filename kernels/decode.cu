@@ -47,6 +47,10 @@
 // one channel with 2-byte ones; at B = 64 the front-end kernel 12.3 -> 9.6 us by ncu, the step
 // (float32 pool) 0.0872 -> 0.0855 ms, -6% at B = 16 and 32, -3.6% at 256, -6 to -10% at T = 2..4.
 // Kernel 1 stays for float32 inputs, T > 4, small grids and other K, V (measured slower there).
+// Version 11 (runs 75-77): kernel 1v with whole-sector stores from 2 blocks per SM on (each warp
+// stages its 16-byte pieces of rows and caches in dynamic shared memory, then stores them in
+// lane order): the front-end kernel 9.2 -> 7.0 us at B = 64, the step (float32 pool) 0.0854 ->
+// 0.0833 ms, bf16 pool 0.0631 -> 0.0602.
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -55,8 +59,8 @@
 //     token, the gates computed by the v blocks; the results (float32, [B][T] rows of q, k, v and
 //     the gates: ~49 KiB per (b, t) at H = HV = 32, K = V = 128) go to the workspace and stay in
 //     L2 for kernel 2.
-//   1v front end (version 10), 8 channels of one (b, head) row per thread, the row's sum of squares
-//     a shuffle sum over its lanes: the same rows in the workspace.
+//   1v front end (versions 10-11), 8 channels of one (b, head) row per thread, the row's sum of
+//     squares a shuffle sum over its lanes: the same rows in the workspace.
 //   2 state update: the decode shape of kernels/recurrent.cu, whose per-token step it shares
 //     (kernels/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
 //     holds state rows [w R, w R + R) (W x R = 16 x 16; used for K = 256 since version 5) for the
@@ -292,7 +296,7 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
   }
 }
 
-// Kernel 1v (version 10), for K and V multiples of 8 with 16-byte aligned projections, conv
+// Kernel 1v (versions 10-11), for K and V multiples of 8 with 16-byte aligned projections, conv
 // weights, biases and caches: thread = 8 consecutive channels of one (b, head) row, the row in
 // 2^fe_lanes_log2(D) adjacent lanes (16 at D = 128), so a token's sum of squares is a shuffle sum
 // over those lanes and no block barrier is needed. Its x, taps, bias and conv cache come in
@@ -306,11 +310,45 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
 // issuing instructions, 789 per warp, most of them addresses and bounds of 2-byte accesses.
 constexpr int kFeVecThreads = 128;
 constexpr int kFeVecMaxTokens = 4;  // tokens of the T > 1 instance
+constexpr int kFeCachePieces = kConvCache * kFeVec * 2 / 16;  // a 16-bit conv cache's 16-byte pieces
+// Kernel 1v stores its rows and caches in whole 32-byte sectors (decode_warp_store_pieces) from
+// this many blocks per SM on, its stage in dynamic shared memory requested only then. Measured
+// (runs 75-77, H = HV = 32, K = V = 128, T = 1): the front-end kernel 9.2 -> 7.0 us at B = 64
+// (768 blocks), the step -2.5% (float32 pool) and -4.5% (bf16), -2.5% at B = 32; T = 2, 4 within
+// 2%. Staged at every B, or with a static stage, the step was 2-5% slower at B = 8 and 16.
+constexpr int kFeWholeSectorBlocksPerSm = 2;
+constexpr size_t kFeStageBytes = size_t(kFeVecThreads) * kFeCachePieces * 16;
+
+// Each lane's kPieces 16-byte pieces (contiguous from its dst, none where !active), stored so that
+// store k of the warp writes pieces 32k .. 32k + 31 of the lanes in order: where the lanes'
+// destinations follow each other (the lanes of one row), each store fills whole 32-byte sectors,
+// where one store per piece would leave every sector partly written. stage: this warp's
+// 32 x kPieces pieces of shared memory.
+template <int kPieces>
+__device__ __forceinline__ void decode_warp_store_pieces(const uint4 (&mine)[kPieces], void* dst, bool active,
+                                                         uint4* stage) {
+  const int lane = int(threadIdx.x % 32);
+#pragma unroll
+  for (int i = 0; i < kPieces; ++i) stage[lane * kPieces + i] = mine[i];
+  __syncwarp();
+  const unsigned long long d = reinterpret_cast<unsigned long long>(dst);
+#pragma unroll
+  for (int k = 0; k < kPieces; ++k) {
+    const int piece = k * 32 + lane, src = piece / kPieces;
+    const unsigned long long to = __shfl_sync(0xFFFFFFFFu, d, src) + 16ull * unsigned(piece % kPieces);
+    if (__shfl_sync(0xFFFFFFFFu, int(active), src)) *reinterpret_cast<uint4*>(to) = stage[piece];
+  }
+  __syncwarp();  // the stage is written again by the next call
+}
 
 template <typename T, int kTokens>
 __global__ void __launch_bounds__(kFeVecThreads)
-gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk_blocks) {
+gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk_blocks, bool whole_sectors) {
   static_assert(sizeof(T) == 2, "16-bit projections (decode_fe_vector_shape)");
+  // The stores' stage (dynamic: kFeStageBytes where whole_sectors, else none, so that the kernel
+  // asks for no shared memory where it does not stage).
+  extern __shared__ __align__(16) uint4 fe_stage_s[];
+  uint4* const stage = fe_stage_s + threadIdx.x / 32 * (32 * kFeCachePieces);
   const GdnShape s = p.shape;
   const DecodeFeLayout lay(s);
   // The state kernel may start now (it waits for this grid's completion before reading any row).
@@ -350,12 +388,32 @@ gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk
     float xf[kFeVec], y[kFeVec];
     xs[t].unpack(xf);
     fe_token(conv, xf, y, tensor != kFeV, lanes, p.l2_eps);
-    if (active)
+    if (whole_sectors && lay.row % 4 == 0) {  // and rows on 16-byte boundaries (HV even)
+      const uint4 pieces[2] = {make_uint4(__float_as_uint(y[0]), __float_as_uint(y[1]), __float_as_uint(y[2]),
+                                          __float_as_uint(y[3])),
+                               make_uint4(__float_as_uint(y[4]), __float_as_uint(y[5]), __float_as_uint(y[6]),
+                                          __float_as_uint(y[7]))};
+      decode_warp_store_pieces<2>(pieces, out + t * lay.row, active, stage);
+    } else if (active) {
 #pragma unroll
       for (int c = 0; c < kFeVec; c += 2)
         *reinterpret_cast<float2*>(out + t * lay.row + c) = make_float2(y[c], y[c + 1]);
+    }
   }
-  fe_store_cache_vec<T>(conv, cache, active);
+  if (!whole_sectors) {
+    fe_store_cache_vec<T>(conv, cache, active);
+    return;
+  }
+  // The rolled caches: the 24 inputs of the 8 channels, [channel][3], as 3 packed pieces.
+  uint4 pieces[kFeCachePieces];
+#pragma unroll
+  for (int j = 0; j < kFeCachePieces; ++j) {
+    float f[kFeVec];
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) f[e] = conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache];
+    pieces[j] = fe_pack16<T>(f);
+  }
+  decode_warp_store_pieces<kFeCachePieces>(pieces, cache, active, stage);
 }
 
 // Kernel 2, the state update: one block per (32 value columns, b, hv) as in recurrent's decode.
@@ -951,10 +1009,15 @@ cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, cu
   if constexpr (sizeof(T) == 2) {
     const DecodeFeVecGrid g = decode_fe_vec_grid(p.shape);
     const unsigned blocks = unsigned(g.blocks), qk_blocks = unsigned(g.qk_blocks);
+    int device = 0, sms = 0;
+    if (const cudaError_t e = decode_device(device, sms)) return e;
+    const bool whole_sectors = g.blocks >= kFeWholeSectorBlocksPerSm * int64_t(sms);
+    const size_t smem = whole_sectors ? kFeStageBytes : 0;
     if (p.shape.T == 1)
-      gdn_decode_frontend_vec_kernel<T, 1><<<blocks, kFeVecThreads, 0, stream>>>(p, fe, qk_blocks);
+      gdn_decode_frontend_vec_kernel<T, 1><<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors);
     else
-      gdn_decode_frontend_vec_kernel<T, kFeVecMaxTokens><<<blocks, kFeVecThreads, 0, stream>>>(p, fe, qk_blocks);
+      gdn_decode_frontend_vec_kernel<T, kFeVecMaxTokens>
+          <<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors);
     return cudaGetLastError();
   }
   return cudaErrorInvalidValue;  // not taken: decode_fe_vector_shape refuses float32

@@ -170,6 +170,16 @@ __device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) 
   }
 }
 
+// kFeVec floats rounded to a 16-bit T and packed as fe_store packs them: one 16-byte vector.
+template <typename T>
+__device__ __forceinline__ uint4 fe_pack16(const float (&y)[kFeVec]) {
+  static_assert(sizeof(T) == 2, "16-bit types");
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = fe_bits(from_float<T>(y[2 * i])) | fe_bits(from_float<T>(y[2 * i + 1])) << 16;
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Sum over aligned groups of `lanes` lanes (a power of two <= 32, uniform in the warp). Every lane
 // of a group gets the same bits (each level adds the same two partial sums, in either order).
 __device__ __forceinline__ float fe_lane_group_sum(float x, int lanes) {

@@ -492,12 +492,15 @@ TEST_CASE("fused_decode's vector front end, and its scalar fallback for misalign
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
   const int64_t T = 3;
-  const Problem p = frontend_problem(GdnShape{96, T, 2, 4, 128, 64}, dt, true);
+  // B = 96: a grid of 72 blocks, one-piece stores; B = 1200: 375 blocks, whole-sector stores of
+  // the caches, and of the rows but for HV = 3 (rows off 16-byte boundaries).
+  static const GdnShape kShapes[] = {{96, T, 2, 4, 128, 64}, {1200, T, 1, 3, 64, 64}, {1200, T, 1, 2, 64, 64}};
+  const Problem p = frontend_problem(kShapes[GENERATE(0, 1, 2)], dt, true);
   GdnShape one = p.shape;
   one.T = 1;
   REQUIRE(std::string(gdn_decode_frontend_kernel(one, dt)) == "vector");
   REQUIRE(std::string(gdn_decode_frontend_kernel(p.shape, dt)) == "vector");
-  INFO("seed " << p.seed << " " << dtype_name(dt));
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " B " << p.shape.B << " HV " << p.shape.HV);
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
   const Tolerance tol = tolerance_for(Precision::fp32_math, dt);
