@@ -51,6 +51,10 @@
 // stages its 16-byte pieces of rows and caches in dynamic shared memory, then stores them in
 // lane order): the front-end kernel 9.2 -> 7.0 us at B = 64, the step (float32 pool) 0.0854 ->
 // 0.0833 ms, bf16 pool 0.0631 -> 0.0602.
+// Version 12 (runs 78-80): a float32 pool's state at 64 < K <= 128 takes the quad kernel (2q:
+// 16-byte accesses, a lane 4 columns x 32 rows) at T > 1 and up to 8 slices per SM, where the
+// step measured 2-6% faster; a bf16 pool's stream kernel is launched as the front end's blocks
+// exit from 8 slices per SM (B = 64: 0.0600 -> 0.0574 ms).
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -74,6 +78,10 @@
 //     each column's rows split over the lanes that share it, sums by an xor butterfly.
 //   2d state update, K = 128, bf16 pool, many slices (version 8): persistent blocks, each
 //     slice's state brought in by one bulk copy a slice ahead.
+//   2q state update, 64 < K <= 128, float32 pool, V % 4 == 0 (version 12): 2b's warps and blocks,
+//     a lane 4 columns x 32 rows with 16-byte accesses, sums across the 4 row groups by an xor
+//     butterfly. 168 registers (6 blocks of 2 warps per SM): 4 B spilled at K = 128, 28 B stored
+//     and 76 B loaded at K < 128.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept
 // for the stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which
@@ -194,7 +202,8 @@ template <int kRows>
 constexpr int kFeTokens = kRows == 1 ? int(kDecodeMaxTokens) : 1;  // tokens a thread holds per row
 
 template <typename T, int kRows>
-__global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe) {
+__global__ void __launch_bounds__(kFeMaxThreads)
+gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe, bool early_trigger) {
   constexpr int kMaxWarps = kFeMaxThreads / 32;
   constexpr int kTok = kFeTokens<kRows>;
   __shared__ float ss_s[kRows][kTok][kMaxWarps];
@@ -210,8 +219,9 @@ __global__ void __launch_bounds__(kFeMaxThreads) gdn_decode_frontend_kernel(cons
   const bool ok = tid < D;
   const int64_t ch = int64_t(head) * D + tid;
   // The state kernel may start now (it waits for this grid's completion before reading any row it
-  // writes); its blocks then take the SM slots this grid's last wave leaves free.
-  if constexpr (kDecodePdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  // writes); its blocks then take the SM slots this grid's last wave leaves free. Without
+  // early_trigger it starts as this grid's blocks exit (FeTrigger).
+  if (kDecodePdl && early_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   // Two dependent round trips, slots[b] then the conv cache at that slot; everything else (x,
   // taps, bias, the gate inputs) is requested while the first is in flight. The v blocks' gates
   // are stored first: their loads share the slot's round trip (and keeping them in registers to
@@ -343,7 +353,8 @@ __device__ __forceinline__ void decode_warp_store_pieces(const uint4 (&mine)[kPi
 
 template <typename T, int kTokens>
 __global__ void __launch_bounds__(kFeVecThreads)
-gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk_blocks, bool whole_sectors) {
+gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk_blocks, bool whole_sectors,
+                               bool early_trigger) {
   static_assert(sizeof(T) == 2, "16-bit projections (decode_fe_vector_shape)");
   // The stores' stage (dynamic: kFeStageBytes where whole_sectors, else none, so that the kernel
   // asks for no shared memory where it does not stage).
@@ -352,7 +363,7 @@ gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk
   const GdnShape s = p.shape;
   const DecodeFeLayout lay(s);
   // The state kernel may start now (it waits for this grid's completion before reading any row).
-  if constexpr (kDecodePdl) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  if (kDecodePdl && early_trigger) asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
   const int nt = kTokens == 1 ? 1 : int(s.T), H = int(s.H);
   const bool qk = blockIdx.x < qk_blocks;  // uniform in the block, so in every warp
   const int D = int(qk ? s.K : s.V), shift = fe_lanes_log2(D), lanes = 1 << shift;
@@ -672,6 +683,135 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
         dst[i * V] = __bfloat16_as_ushort(__float2bfloat16_rn(S[i]));
     }
   }
+}
+
+// The quad state update (kernel 2q, version 12) for a float32 pool, 64 < K <= 128, V % 4 == 0:
+// a warp takes 32 value columns, as the lane kernel does, but lane (rg, cq) = (lane / 8, lane % 8)
+// holds columns 4 cq .. 4 cq + 3 of rows 32 rg .. 32 rg + 31 (128 registers, as many as a lane of
+// the lane kernel): a warp's load of one row index reads four whole 128-byte rows, 32 16-byte
+// loads and stores per lane where the lane kernel makes 128 4-byte ones. S^T k and S^T q are
+// summed per lane over its rows (groups of 16 in order), k^T q once for the four columns, then
+// across the four row groups by an xor butterfly. The q and k rows in shared memory are skewed by
+// 4 floats per row group, so the groups' 16-byte reads use distinct banks. Blocks of 2 warps, 6
+// per SM, as LaneNarrow. Measured (runs 79-80, H = HV = 32, K = V = 128): the state kernel alone
+// 74.2 -> 69.8 us at B = 64 by ncu; the step (float32 pool) -3.5% at B = 16, -2% at B = 32,
+// -2 to -6% at T = 2, 4, 8 (B = 64), but no faster at T = 1 from B = 64 on (0.0838 / 0.0842
+// against 0.0839 / 0.0833 ms) and 1% slower at B = 256: decode_quad_shape.
+struct DecodeQuad {
+  static constexpr int kK = 128, kGroupsR = 4, kRows = kK / kGroupsR, kSkew = kRows + 4;
+  static constexpr int kWarps = 2, kMinBlocks = 6;
+};
+
+template <typename T, bool kFull>
+__global__ void __launch_bounds__(DecodeQuad::kWarps * 32, DecodeQuad::kMinBlocks)
+gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
+  using L = DecodeQuad;
+  constexpr int kK = L::kK, kRows = L::kRows, kSkew = L::kSkew, kGroupRows = 16;
+  __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][L::kGroupsR * kSkew];
+  __shared__ __align__(16) float v_s[kDecodeMaxTokens][L::kWarps * 32];
+  __shared__ float gates_s[kDecodeMaxTokens][2];
+
+  const GdnShape s = p.shape;
+  const DecodeFeLayout lay(s);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int rg = lane / 8, cq = lane % 8;
+  const int K = int(s.K), V = int(s.V), nt = int(s.T);
+  const uint32_t HV = uint32_t(s.HV), H = uint32_t(s.H);
+  const uint32_t head = blockIdx.z * gridDim.y + blockIdx.y;
+  if (head >= uint32_t(s.B) * HV) return;
+  const uint32_t b = head / HV, hv = head - b * HV, h = hv / (HV / H);
+  const int j0 = int(blockIdx.x) * L::kWarps * 32, jb = warp * 32 + cq * 4, j = j0 + jb;
+  const bool cols_ok = j < V;  // V % 4 == 0: a quad is wholly in or out
+
+  const int64_t slot = p.slots[b];
+  const int64_t slice = (slot * HV + hv) * int64_t(K) * V + (cols_ok ? j : V - 4);
+  const float* const src = static_cast<const float*>(p.state) + slice + int64_t(rg) * kRows * V;
+  float4 S[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    S[r] = (kFull || rg * kRows + r < K) ? *reinterpret_cast<const float4*>(src + int64_t(r) * V)
+                                         : make_float4(0.f, 0.f, 0.f, 0.f);
+  if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+
+  const float* row = fe + int64_t(b) * nt * lay.row;
+  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
+    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
+    qk_s[t][tensor][i + i / kRows * 4] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
+  }
+  for (int x = tid; x < nt * L::kWarps * 32; x += int(blockDim.x)) {
+    const int t = x / (L::kWarps * 32), c = x % (L::kWarps * 32);
+    v_s[t][c] = j0 + c < V ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j0 + c] : 0.0f;
+  }
+  if (tid < nt) {
+    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+    gates_s[tid][0] = gates[0];
+    gates_s[tid][1] = gates[1];
+  }
+  __syncthreads();
+  if (j0 + warp * 32 >= V) return;
+
+  T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
+  for (int t = 0; t < nt; ++t) {
+    const float* kr = &qk_s[t][kFeK][rg * kSkew];
+    const float* qr = &qk_s[t][kFeQ][rg * kSkew];
+    float PS[4] = {0.f, 0.f, 0.f, 0.f}, PQ[4] = {0.f, 0.f, 0.f, 0.f}, KQ = 0.f;
+#pragma unroll
+    for (int g = 0; g < kRows / kGroupRows; ++g) {
+      float ps[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f}, kq = 0.f;
+#pragma unroll
+      for (int n = 0; n < kGroupRows; n += 4) {
+        const float4 k4 = *reinterpret_cast<const float4*>(kr + g * kGroupRows + n);
+        const float4 q4 = *reinterpret_cast<const float4*>(qr + g * kGroupRows + n);
+        const float kk[4] = {k4.x, k4.y, k4.z, k4.w}, qq[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const float4 sr = S[g * kGroupRows + n + e];
+          ps[0] += sr.x * kk[e]; ps[1] += sr.y * kk[e]; ps[2] += sr.z * kk[e]; ps[3] += sr.w * kk[e];
+          pq[0] += sr.x * qq[e]; pq[1] += sr.y * qq[e]; pq[2] += sr.z * qq[e]; pq[3] += sr.w * qq[e];
+          kq += kk[e] * qq[e];
+        }
+      }
+#pragma unroll
+      for (int c = 0; c < 4; ++c) { PS[c] += ps[c]; PQ[c] += pq[c]; }
+      KQ += kq;
+    }
+#pragma unroll
+    for (int m = 8; m < 32; m <<= 1) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        PS[c] += __shfl_xor_sync(0xffffffffu, PS[c], m);
+        PQ[c] += __shfl_xor_sync(0xffffffffu, PQ[c], m);
+      }
+      KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
+    }
+    const float alpha = gates_s[t][0], beta = gates_s[t][1];
+    const float4 v4 = *reinterpret_cast<const float4*>(&v_s[t][jb]);
+    const float vv[4] = {v4.x, v4.y, v4.z, v4.w};
+    float u[4];
+#pragma unroll
+    for (int c = 0; c < 4; ++c) u[c] = p.use_delta ? beta * (vv[c] - alpha * PS[c]) : vv[c];
+    if (cols_ok && rg == 0)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) o[int64_t(t) * HV * V + c] = from_float<T>(p.scale * (alpha * PQ[c] + u[c] * KQ));
+#pragma unroll
+    for (int r = 0; r < kRows; r += 4) {
+      const float4 k4 = dec_lds_volatile_v4(kr + r);
+      const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float4& sr = S[r + e];
+        sr.x = alpha * sr.x + kk[e] * u[0];
+        sr.y = alpha * sr.y + kk[e] * u[1];
+        sr.z = alpha * sr.z + kk[e] * u[2];
+        sr.w = alpha * sr.w + kk[e] * u[3];
+      }
+    }
+  }
+  if (!cols_ok) return;
+  float* const dst = static_cast<float*>(p.state) + slice + int64_t(rg) * kRows * V;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (kFull || rg * kRows + r < K) *reinterpret_cast<float4*>(dst + int64_t(r) * V) = S[r];
 }
 
 // The split-column state update for K <= 128 (kernel 2c, version 8; a bf16 pool below 4 slices
@@ -1005,7 +1145,7 @@ cudaError_t decode_fe_vector(const GdnFrontEndParams& p, bool& vector) {
 }
 
 template <typename T>
-cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, bool early_trigger, cudaStream_t stream) {
   if constexpr (sizeof(T) == 2) {
     const DecodeFeVecGrid g = decode_fe_vec_grid(p.shape);
     const unsigned blocks = unsigned(g.blocks), qk_blocks = unsigned(g.qk_blocks);
@@ -1014,28 +1154,42 @@ cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, cu
     const bool whole_sectors = g.blocks >= kFeWholeSectorBlocksPerSm * int64_t(sms);
     const size_t smem = whole_sectors ? kFeStageBytes : 0;
     if (p.shape.T == 1)
-      gdn_decode_frontend_vec_kernel<T, 1><<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors);
+      gdn_decode_frontend_vec_kernel<T, 1>
+          <<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors, early_trigger);
     else
       gdn_decode_frontend_vec_kernel<T, kFeVecMaxTokens>
-          <<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors);
+          <<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors, early_trigger);
     return cudaGetLastError();
   }
   return cudaErrorInvalidValue;  // not taken: decode_fe_vector_shape refuses float32
 }
 
+// Whether the front end lets the state kernel launch from its start (griddepcontrol.launch_dependents
+// first) or as its blocks exit. Early, the state blocks' loads overlap the front end: without PDL
+// the step is 3.5 us slower at B = 8 and 64 with a float32 pool (run 78). The persistent stream
+// kernel (a bf16 pool) starts at the exits from kStreamLateTriggerUnitsPerSm slices per SM (runs
+// 78-79, H = HV = 32: B = 64, 15.5 slices per SM, 0.0600 -> 0.0574 ms; B = 256 -1%; but B = 32,
+// 7.8 per SM, +1.5%). Why is not measured; a likely cause: launched early, some of its
+// persistent blocks wait for front-end blocks' SM slots, and its static walk of the slices ends
+// with theirs.
+enum class FeTrigger { early, at_exit };
+constexpr int kStreamLateTriggerUnitsPerSm = 8;
+
 template <typename T>
-cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream,
+                                   FeTrigger trigger = FeTrigger::early) {
+  const bool early_trigger = trigger == FeTrigger::early;
   bool vector = false;
   if (const cudaError_t e = decode_fe_vector(p, vector)) return e;
-  if (vector) return launch_decode_frontend_vec<T>(p, fe, stream);
+  if (vector) return launch_decode_frontend_vec<T>(p, fe, early_trigger, stream);
   const unsigned heads = unsigned(2 * p.shape.H + p.shape.HV), threads = decode_fe_threads(p.shape);
   bool rows = false;
   if (const cudaError_t e = decode_fe_takes_rows<T>(p, rows)) return e;
   if (rows) {
     const dim3 fe_grid(heads, unsigned((p.shape.B + kFeRowsT1 - 1) / kFeRowsT1));
-    gdn_decode_frontend_kernel<T, kFeRowsT1><<<fe_grid, threads, 0, stream>>>(p, fe);
+    gdn_decode_frontend_kernel<T, kFeRowsT1><<<fe_grid, threads, 0, stream>>>(p, fe, early_trigger);
   } else {
-    gdn_decode_frontend_kernel<T, 1><<<dim3(heads, unsigned(p.shape.B)), threads, 0, stream>>>(p, fe);
+    gdn_decode_frontend_kernel<T, 1><<<dim3(heads, unsigned(p.shape.B)), threads, 0, stream>>>(p, fe, early_trigger);
   }
   return cudaGetLastError();
 }
@@ -1114,6 +1268,17 @@ cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream
   return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
 }
 
+// Version 12's quad kernel (decode_quad_shape): the front end, then gdn_decode_quad_kernel.
+template <typename T>
+cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  using L = DecodeQuad;
+  const dim3 grid = decode_heads_grid(p.shape, (p.shape.V + L::kWarps * 32 - 1) / (L::kWarps * 32));
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
+  const float* rows = fe;
+  auto kernel = p.shape.K == L::kK ? gdn_decode_quad_kernel<T, true> : gdn_decode_quad_kernel<T, false>;
+  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
+}
+
 // The split-column kernel (K <= 128): the front end, then gdn_decode_split_kernel.
 template <typename T, typename St>
 cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
@@ -1127,7 +1292,8 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
 // 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else in 2-warp blocks at T = 1 and 4-warp blocks at T > 1: LaneConfig); a bf16 pool version
+// else version 12's quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and
+// 4-warp blocks at T > 1: LaneConfig); a bf16 pool version
 // 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
 // docs/perf-notes.md). Build with
 // -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
@@ -1142,7 +1308,7 @@ constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
 template <typename St>
 constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
 
-enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block };
+enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block, quad };
 const char* decode_state_kernel_name(DecodeStateKernel k) {
   switch (k) {
     case DecodeStateKernel::lane: return "lane";
@@ -1151,6 +1317,7 @@ const char* decode_state_kernel_name(DecodeStateKernel k) {
     case DecodeStateKernel::split: return "split";
     case DecodeStateKernel::stream: return "stream";
     case DecodeStateKernel::block: return "block";
+    case DecodeStateKernel::quad: return "quad";
   }
   return "?";
 }
@@ -1163,6 +1330,15 @@ struct DecodeStatePlan {
   int stages = 0, blocks = 0;
   size_t smem = 0;
 };
+
+// Where the quad kernel takes a float32 pool's state at 64 < K <= 128 (outside one-wave grids): V a
+// multiple of 4 and the pool on a 16-byte boundary (its 16-byte accesses), and T > 1 or at most
+// kQuadMaxSlicesPerSmT1 slices per SM at T = 1 (above, the lane kernel in 2-warp blocks is as
+// fast or faster in the step: runs 79-80).
+constexpr int kQuadMaxSlicesPerSmT1 = 8;
+bool decode_quad_shape(const GdnShape& s, const void* pool, int sms) {
+  return s.V % 4 == 0 && aligned16(pool) && (s.T > 1 || s.B * s.HV <= int64_t(kQuadMaxSlicesPerSmT1) * sms);
+}
 
 // Version 8's conditions: K = 128, V <= 128, a slice a whole number of 16-byte copies, a pool
 // 16-byte aligned, and (unless forced) kDecodeStreamMinUnitsPerSm slices per SM. Sets plan to
@@ -1212,6 +1388,8 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     const dim3 grid = decode_lane_grid(s, LaneOneWave::kWarps);
     if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
+    else if (decode_quad_shape(s, pool, sms))
+      plan.kernel = DecodeStateKernel::quad;
     else if (s.T == 1)
       plan.kernel = DecodeStateKernel::lane_narrow;
     return cudaSuccess;
@@ -1234,7 +1412,11 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
 template <typename T, typename St>
 cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStatePlan& plan,
                                  cudaStream_t stream) {
-  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
+  const bool late = p.shape.B * p.shape.HV >= int64_t(kStreamLateTriggerUnitsPerSm) * sms;
+  if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream, late ? FeTrigger::at_exit : FeTrigger::early))
+    return e;
   const float* rows = fe;
   return launch_after_front_end(gdn_decode_stream_kernel<T, St>, dim3(unsigned(plan.blocks)), dim3(kStreamThreads),
                                 plan.smem, stream, p, rows, plan.stages);
@@ -1259,6 +1441,9 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
       break;
     case DecodeStateKernel::lane_one_wave:
       if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneOneWave>(p, fe, stream);
+      break;
+    case DecodeStateKernel::quad:
+      if constexpr (sizeof(St) == 4) return launch_decode_quad<T>(p, fe, stream);
       break;
     case DecodeStateKernel::block: break;
   }

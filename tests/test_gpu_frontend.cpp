@@ -262,7 +262,9 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 // with two stages of a V = 96 slice), the split-column kernel (a bf16 pool with few slices or
 // K < 128, V past 128), version 5's lane kernel (a float32 pool; capped for 2 blocks per SM where
 // its grid fits one wave of those; in 2-warp blocks at T = 1 otherwise, with a partial block at
-// V = 72) and the block kernel (K = 256).
+// V = 72; at T > 1 with V off a multiple of 4), version 12's quad kernel (a float32 pool at T > 1
+// or up to 8 slices per SM at T = 1, V a multiple of 4; a partial block at V = 72, zero rows at
+// K = 100) and the block kernel (K = 256).
 TEST_CASE("fused_decode's state kernels each match the float64 reference where chosen", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
 #ifdef GDNBENCH_HAVE_CUDA
@@ -274,11 +276,14 @@ TEST_CASE("fused_decode's state kernels each match the float64 reference where c
   static const Case kCases[] = {
       {300, 1, 128, 128, true, "stream"}, {300, 3, 128, 128, true, "stream"}, {300, 8, 128, 96, true, "stream"},
       {3, 1, 128, 128, true, "split"},    {300, 2, 100, 72, true, "split"},   {5, 3, 32, 136, true, "split"},
-      {300, 2, 128, 128, false, "lane"},  {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
+      {300, 2, 128, 70, false, "lane"},   {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
       {5, 2, 128, 128, false, "lane_one_wave"}, {3, 1, 100, 72, false, "lane_one_wave"},
       {300, 1, 128, 128, false, "lane_narrow"}, {300, 1, 100, 72, false, "lane_narrow"},
+      {200, 1, 128, 70, false, "lane_narrow"},  {300, 2, 128, 128, false, "quad"},
+      {200, 1, 128, 128, false, "quad"},        {200, 1, 100, 72, false, "quad"},
+      {300, 8, 100, 72, false, "quad"},
   };
-  const int ci = GENERATE(range(0, 13));
+  const int ci = GENERATE(range(0, 18));
   const DType dt = GENERATE(DType::bf16, DType::f32);
   const Case& c = kCases[ci];
   const GdnShape shape{c.B, c.T, 2, 4, c.K, c.V};
@@ -459,10 +464,21 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::f32, DType::bf16);
   const int64_t T = GENERATE(2, 5, 8);
-  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128); 256: the block kernel.
+  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128; at B = 200 and K = 128 the
+  // quad kernel, for the T launches and the one alike); 256: the block kernel.
   const int64_t K = GENERATE(64, 128, 256);
-  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, K, 64}, dt, true);
-  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " K " << K);
+  const int64_t B = GENERATE(4, 200);
+  const Problem p = frontend_problem(GdnShape{B, T, 2, 4, K, 64}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " B " << B << " T " << T << " K " << K);
+  if (B == 200 && K == 128) {
+    GdnShape one = p.shape;
+    one.T = 1;
+    for (const GdnShape& s : {one, p.shape}) {
+      const char* kernel = gdn_decode_state_kernel(s, false);
+      REQUIRE(kernel != nullptr);
+      REQUIRE(std::string(kernel) == "quad");
+    }
+  }
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
 
