@@ -464,21 +464,10 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::f32, DType::bf16);
   const int64_t T = GENERATE(2, 5, 8);
-  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128; at B = 200 and K = 128 the
-  // quad kernel, for the T launches and the one alike); 256: the block kernel.
+  // K = 64 and 128: the lane-per-column state kernel (kK = 64, 128); 256: the block kernel.
   const int64_t K = GENERATE(64, 128, 256);
-  const int64_t B = GENERATE(4, 200);
-  const Problem p = frontend_problem(GdnShape{B, T, 2, 4, K, 64}, dt, true);
-  INFO("seed " << p.seed << " " << dtype_name(dt) << " B " << B << " T " << T << " K " << K);
-  if (B == 200 && K == 128) {
-    GdnShape one = p.shape;
-    one.T = 1;
-    for (const GdnShape& s : {one, p.shape}) {
-      const char* kernel = gdn_decode_state_kernel(s, false);
-      REQUIRE(kernel != nullptr);
-      REQUIRE(std::string(kernel) == "quad");
-    }
-  }
+  const Problem p = frontend_problem(GdnShape{4, T, 2, 4, K, 64}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " K " << K);
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
 
@@ -497,6 +486,37 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
   CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
   CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+}
+
+// The quad state kernel takes both the one-token launches and the T-token one at B = 200 (800
+// slices), as does the vector front end (bf16, T <= 4): token by token equals one launch bit for
+// bit, and both the float64 forward.
+TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const int64_t T = GENERATE(2, 4);
+  const Problem p = frontend_problem(GdnShape{200, T, 2, 4, 128, 64}, DType::bf16, true);
+  INFO("seed " << p.seed << " T " << T);
+  GdnShape one = p.shape;
+  one.T = 1;
+  for (const GdnShape& s : {one, p.shape}) {
+    const char* kernel = gdn_decode_state_kernel(s, false);
+    REQUIRE(kernel != nullptr);
+    REQUIRE(std::string(kernel) == "quad");
+    REQUIRE(std::string(gdn_decode_frontend_kernel(s, DType::bf16)) == "vector");
+  }
+  const HostInputs in = make_inputs(p);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
+  DecodeDriver steps(p, in);
+  const std::vector<float> o_steps = steps.launch_token_by_token();
+  DecodeDriver once(p, in);
+  const std::vector<float> o_once = once.launch(0, T);
+  // Compared as flags: on a mismatch Catch would print every element of these ~100 K-long vectors.
+  const bool o_equal = o_steps == o_once, state_equal = steps.final_state() == once.final_state();
+  CHECK(o_equal);
+  CHECK(state_equal);
+  const Tolerance tol = tolerance_for(Precision::fp32_math, DType::bf16);
+  CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
 }
 
 // The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
