@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Call BS (run 82): main 29f7f5e (fused_decode version 12) as it lands: the whole gate and every
+# Call BS (run 82): main c219c4c (fused_decode version 12; its kernels are 29f7f5e's) as it lands: the whole gate and every
 # [gpu] test, then the decode step over B = 1..256 and T = 2, 4, 8 (both pools, two repetitions).
 set -u
 R=$OUT/bs; mkdir -p $R
