@@ -458,6 +458,29 @@ struct DecodeDriver {
   }
 };
 
+// T launches of one token against one T-token launch of the same inputs: o, the state and the conv
+// caches bit for bit (the same float32 operations in the same order whether the state waits in
+// registers or in the float32 pool between tokens), and the float64 forward over the T tokens
+// within the fp32_math bounds (the caches exact: copies of inputs). The comparisons are flags: on
+// a mismatch Catch would print every element of vectors this long.
+void check_steps_equal_one_launch(const Problem& p) {
+  const HostInputs in = make_inputs(p);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
+  DecodeDriver steps(p, in);
+  const std::vector<float> o_steps = steps.launch_token_by_token();
+  DecodeDriver once(p, in);
+  const std::vector<float> o_once = once.launch(0, p.shape.T);
+  const bool o_equal = o_steps == o_once, state_equal = steps.final_state() == once.final_state(),
+             caches_equal = steps.final_caches() == once.final_caches();
+  CHECK(o_equal);
+  CHECK(state_equal);
+  CHECK(caches_equal);
+  const Tolerance tol = tolerance_for(Precision::fp32_math, p.dtype);
+  CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
+  CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+}
+
 }  // namespace
 
 TEST_CASE("fused_decode applied T times equals one T-token launch and the float64 forward", "[gpu][frontend]") {
@@ -468,24 +491,7 @@ TEST_CASE("fused_decode applied T times equals one T-token launch and the float6
   const int64_t K = GENERATE(64, 128, 256);
   const Problem p = frontend_problem(GdnShape{4, T, 2, 4, K, 64}, dt, true);
   INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " K " << K);
-  const HostInputs in = make_inputs(p);
-  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
-
-  DecodeDriver steps(p, in);
-  const std::vector<float> o_steps = steps.launch_token_by_token();
-  DecodeDriver once(p, in);
-  const std::vector<float> o_once = once.launch(0, T);
-
-  // The same float32 operations in the same order whether the state waits in registers or in
-  // the (float32) pool between tokens: bit for bit.
-  CHECK(o_steps == o_once);
-  CHECK(steps.final_state() == once.final_state());
-  CHECK(steps.final_caches() == once.final_caches());
-  // And the forward over the T tokens, within the fp32_math bounds.
-  const Tolerance tol = tolerance_for(Precision::fp32_math, dt);
-  CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
-  CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
-  CHECK(testutil::rel_l2(steps.final_caches(), ref.conv_cache) == 0.0);
+  check_steps_equal_one_launch(p);
 }
 
 // The quad state kernel takes both the one-token launches and the T-token one at B = 200 (800
@@ -504,19 +510,7 @@ TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch"
     REQUIRE(std::string(kernel) == "quad");
     REQUIRE(std::string(gdn_decode_frontend_kernel(s, DType::bf16)) == "vector");
   }
-  const HostInputs in = make_inputs(p);
-  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
-  DecodeDriver steps(p, in);
-  const std::vector<float> o_steps = steps.launch_token_by_token();
-  DecodeDriver once(p, in);
-  const std::vector<float> o_once = once.launch(0, T);
-  // Compared as flags: on a mismatch Catch would print every element of these ~100 K-long vectors.
-  const bool o_equal = o_steps == o_once, state_equal = steps.final_state() == once.final_state();
-  CHECK(o_equal);
-  CHECK(state_equal);
-  const Tolerance tol = tolerance_for(Precision::fp32_math, DType::bf16);
-  CHECK(testutil::rel_l2(o_steps, ref.o) <= tol.o_rel_l2);
-  CHECK(testutil::rel_l2(steps.final_state(), ref.hT) <= tol.ht_rel_l2);
+  check_steps_equal_one_launch(p);
 }
 
 // The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
