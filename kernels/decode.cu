@@ -51,10 +51,13 @@
 // stages its 16-byte pieces of rows and caches in dynamic shared memory, then stores them in
 // lane order): the front-end kernel 9.2 -> 7.0 us at B = 64, the step (float32 pool) 0.0854 ->
 // 0.0833 ms, bf16 pool 0.0631 -> 0.0602.
-// Version 12 (runs 78-80): a float32 pool's state at 64 < K <= 128 takes the quad kernel (2q:
+// Version 12 (runs 78-82): a float32 pool's state at 64 < K <= 128 takes the quad kernel (2q:
 // 16-byte accesses, a lane 4 columns x 32 rows) at T > 1 and up to 8 slices per SM, where the
 // step measured 2-6% faster; a bf16 pool's stream kernel is launched as the front end's blocks
 // exit from 8 slices per SM (B = 64: 0.0600 -> 0.0574 ms).
+// Version 13 (runs 83-85): the quad kernel requests 8 of a lane's 32 rows before
+// griddepcontrol.wait, the rest after, and takes every float32-pool grid at 64 < K <= 128 outside
+// one wave (V % 4 == 0): B = 64 0.0832 -> 0.0816 ms, B = 32 -4%.
 // Version 6 (the front end inside the state kernel) was measured slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
@@ -78,9 +81,9 @@
 //     each column's rows split over the lanes that share it, sums by an xor butterfly.
 //   2d state update, K = 128, bf16 pool, many slices (version 8): persistent blocks, each
 //     slice's state brought in by one bulk copy a slice ahead.
-//   2q state update, 64 < K <= 128, float32 pool, V % 4 == 0 (version 12): 2b's warps and blocks,
-//     a lane 4 columns x 32 rows with 16-byte accesses, sums across the 4 row groups by an xor
-//     butterfly. 168 registers (6 blocks of 2 warps per SM): 4 B spilled at K = 128, 28 B stored
+//   2q state update, 64 < K <= 128, float32 pool, V % 4 == 0 (versions 12-13): 2b's warps and
+//     blocks, a lane 4 columns x 32 rows with 16-byte accesses, sums across the 4 row groups by an
+//     xor butterfly. 168 registers (6 blocks of 2 warps per SM): 4 B spilled at K = 128, 28 B stored
 //     and 76 B loaded at K < 128.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept
@@ -685,7 +688,7 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
-// The quad state update (kernel 2q, version 12) for a float32 pool, 64 < K <= 128, V % 4 == 0:
+// The quad state update (kernel 2q, versions 12-13) for a float32 pool, 64 < K <= 128, V % 4 == 0:
 // a warp takes 32 value columns, as the lane kernel does, but lane (rg, cq) = (lane / 8, lane % 8)
 // holds columns 4 cq .. 4 cq + 3 of rows 32 rg .. 32 rg + 31 (128 registers, as many as a lane of
 // the lane kernel): a warp's load of one row index reads four whole 128-byte rows, 32 16-byte
@@ -693,13 +696,18 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
 // summed per lane over its rows (groups of 16 in order), k^T q once for the four columns, then
 // across the four row groups by an xor butterfly. The q and k rows in shared memory are skewed by
 // 4 floats per row group, so the groups' 16-byte reads use distinct banks. Blocks of 2 warps, 6
-// per SM, as LaneNarrow. Measured (runs 79-80, H = HV = 32, K = V = 128): the state kernel alone
-// 74.2 -> 69.8 us at B = 64 by ncu; the step (float32 pool) -3.5% at B = 16, -2% at B = 32,
-// -2 to -6% at T = 2, 4, 8 (B = 64), but no faster at T = 1 from B = 64 on (0.0838 / 0.0842
-// against 0.0839 / 0.0833 ms) and 1% slower at B = 256: decode_quad_shape.
+// per SM, as LaneNarrow. Measured (runs 79-84, H = HV = 32, K = V = 128): the state kernel alone
+// 74.2 -> 69.8 us at B = 64 by ncu. In the step, with all 32 rows requested before the wait, -2 to
+// -6% at T > 1 and B <= 32, none at B = 64 and +1% at 256 (version 12 took it there only);
+// with 8 rows before the wait (version 13) B = 32 0.0475 -> 0.0456 ms, B = 64 0.0832 -> 0.0816,
+// B = 256 unchanged, so it takes every grid the one-wave kernel does not.
 struct DecodeQuad {
   static constexpr int kK = 128, kGroupsR = 4, kRows = kK / kGroupsR, kSkew = kRows + 4;
   static constexpr int kWarps = 2, kMinBlocks = 6;
+  // Rows of a lane's 32 whose loads are issued before griddepcontrol.wait (version 13). All 32
+  // in flight at the state blocks' start, as the lane kernel does, lengthen the front end (its
+  // dependent slot and cache loads queue behind them): by 3-4 us at B = 64 (run 83's timeline).
+  static constexpr int kEarlyRows = 8;
 };
 
 template <typename T, bool kFull>
@@ -726,12 +734,17 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
   const int64_t slot = p.slots[b];
   const int64_t slice = (slot * HV + hv) * int64_t(K) * V + (cols_ok ? j : V - 4);
   const float* const src = static_cast<const float*>(p.state) + slice + int64_t(rg) * kRows * V;
+  // kEarlyRows of the lane's rows are requested before griddepcontrol.wait, the rest after it.
   float4 S[kRows];
 #pragma unroll
-  for (int r = 0; r < kRows; ++r)
+  for (int r = 0; r < L::kEarlyRows; ++r)
     S[r] = (kFull || rg * kRows + r < K) ? *reinterpret_cast<const float4*>(src + int64_t(r) * V)
                                          : make_float4(0.f, 0.f, 0.f, 0.f);
   if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#pragma unroll
+  for (int r = L::kEarlyRows; r < kRows; ++r)
+    S[r] = (kFull || rg * kRows + r < K) ? *reinterpret_cast<const float4*>(src + int64_t(r) * V)
+                                         : make_float4(0.f, 0.f, 0.f, 0.f);
 
   const float* row = fe + int64_t(b) * nt * lay.row;
   for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
@@ -1268,7 +1281,7 @@ cudaError_t launch_decode_lane(const GdnFrontEndParams& p, float* fe, cudaStream
   return launch_after_front_end(kernel, grid, block, 0, stream, p, rows);
 }
 
-// Version 12's quad kernel (decode_quad_shape): the front end, then gdn_decode_quad_kernel.
+// The quad kernel (decode_quad_shape): the front end, then gdn_decode_quad_kernel.
 template <typename T>
 cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   using L = DecodeQuad;
@@ -1292,7 +1305,7 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
 // 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else version 12's quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and
+// else the quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and
 // 4-warp blocks at T > 1: LaneConfig); a bf16 pool version
 // 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
 // docs/perf-notes.md). Build with
@@ -1332,13 +1345,8 @@ struct DecodeStatePlan {
 };
 
 // Where the quad kernel takes a float32 pool's state at 64 < K <= 128 (outside one-wave grids): V a
-// multiple of 4 and the pool on a 16-byte boundary (its 16-byte accesses), and T > 1 or at most
-// kQuadMaxSlicesPerSmT1 slices per SM at T = 1 (above, the lane kernel in 2-warp blocks is as
-// fast or faster in the step: runs 79-80).
-constexpr int kQuadMaxSlicesPerSmT1 = 8;
-bool decode_quad_shape(const GdnShape& s, const void* pool, int sms) {
-  return s.V % 4 == 0 && aligned16(pool) && (s.T > 1 || s.B * s.HV <= int64_t(kQuadMaxSlicesPerSmT1) * sms);
-}
+// multiple of 4 and the pool on a 16-byte boundary (its 16-byte accesses).
+bool decode_quad_shape(const GdnShape& s, const void* pool) { return s.V % 4 == 0 && aligned16(pool); }
 
 // Version 8's conditions: K = 128, V <= 128, a slice a whole number of 16-byte copies, a pool
 // 16-byte aligned, and (unless forced) kDecodeStreamMinUnitsPerSm slices per SM. Sets plan to
@@ -1388,7 +1396,7 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     const dim3 grid = decode_lane_grid(s, LaneOneWave::kWarps);
     if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
-    else if (decode_quad_shape(s, pool, sms))
+    else if (decode_quad_shape(s, pool))
       plan.kernel = DecodeStateKernel::quad;
     else if (s.T == 1)
       plan.kernel = DecodeStateKernel::lane_narrow;
