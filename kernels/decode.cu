@@ -599,8 +599,10 @@ __device__ __forceinline__ void decode_lane_tokens(float (&S)[kK], const float (
 // blocks per SM its register cap is set for. 12 warps per SM at kK = 128 (168 registers: the kK
 // state values, the 24 partial sums of a token and addresses), 16 at kK = 64 (128 registers; a
 // 96-register cap makes the bf16-pool instances spill).
-//   LaneWide (4 warps, 3 per SM): kK = 128 at T > 1, and a forced bf16 pool.
-//   LaneNarrow (2 warps, 6 per SM): kK = 128, float32 pool, T = 1. A block's registers are freed
+//   LaneWide (4 warps, 3 per SM): kK = 128 at T > 1 where the quad kernel does not take the grid,
+//     and a forced bf16 pool.
+//   LaneNarrow (2 warps, 6 per SM): kK = 128, float32 pool, T = 1, where the quad kernel does not
+//     take the grid (V off a multiple of 4, a pool off 16 bytes). A block's registers are freed
 //     when its last warp ends; half the warps share that end (run 65: the step 0.0896 -> 0.0871
 //     ms at B = 64, H = HV = 32, -2 to -3% at B = 16..256). At T > 1 the blocks' rows of q and
 //     k, loaded by half the threads, cost more than that: 4% and 10% slower at T = 2 and 4.
