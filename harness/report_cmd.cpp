@@ -36,11 +36,11 @@ std::string report_usage_text() {
          "  Markdown from gdnbench CSVs (schema v1): environment, accuracy, timing against the floor,\n"
          "  complexity fits, speedups and crossovers against attention, and a regression check of the\n"
          "  first CSV against each later one. --out: write to a file (default: stdout). --plots: embed\n"
-         "  the PNG files of DIR (from scripts/plot.py), linked relative to the report. --claims: add\n"
-         "  the verdicts of a claims file (a path, or a name in claims/, e.g. gdn_claims). --anchors:\n"
-         "  forward times measured outside this harness (CSV with what, impl, B, H, D, T, ms; rows\n"
-         "  with what=fwd are read) beside the CSVs' own, each against its floor. --note: a paragraph\n"
-         "  under the title (where the CSVs came from, what was left out).\n";
+         "  the PNG files of DIR (made first by scripts/plot.py), linked relative to the report.\n"
+         "  --claims: add the verdicts of a claims file (a path, or a name in claims/, e.g.\n"
+         "  gdn_claims). --anchors: forward times measured outside this harness (CSV with what, impl,\n"
+         "  B, H, D, T, ms; rows with what=fwd are read) beside the CSVs' own, each against its floor.\n"
+         "  --note: a paragraph under the title (where the CSVs came from, what was left out).\n";
 }
 
 int run_report(const std::vector<std::string>& args) {
@@ -87,6 +87,10 @@ int run_report(const std::vector<std::string>& args) {
     for (const auto& e : fs::directory_iterator(plots_dir))
       if (e.path().extension() == ".png")
         plots.push_back(fs::absolute(e.path()).lexically_normal().lexically_relative(base.lexically_normal()).string());
+    // An empty folder would leave the report silently without its plots section.
+    if (plots.empty())
+      throw UsageError("report: --plots: no PNG files in '" + plots_dir +
+                       "'; make them first: scripts/plot.py CSV... --outdir " + plots_dir);
     // scripts/plot.py's figures in reading order, anything else after them.
     const auto rank = [](const std::string& p) {
       const std::string stem = fs::path(p).stem().string();

@@ -410,6 +410,12 @@ TEST_CASE("report refuses bad input with a usage error", "[report]") {
     CHECK_THROWS_AS(run_report({dir.file("good.csv"), "--out"}), UsageError);
     CHECK_THROWS_AS(run_report({dir.file("good.csv"), "--plots", dir.file("no_dir")}), UsageError);
   }
+  SECTION("a --plots folder without PNG files (plot.py not run yet)") {
+    std::filesystem::create_directories(dir.file("empty_plots"));
+    testutil::write_text(dir.file("empty_plots/time.svg"), "svg");
+    CHECK_THROWS_WITH(run_report({dir.file("good.csv"), "--plots", dir.file("empty_plots")}),
+                      Catch::Contains("no PNG files in") && Catch::Contains("scripts/plot.py"));
+  }
   SECTION("wrong schema version") {
     const size_t eol = text.find('\n');
     REQUIRE(text.compare(eol + 1, 2, "1,") == 0);
