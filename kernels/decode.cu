@@ -423,8 +423,7 @@ gdn_decode_frontend_vec_kernel(const GdnFrontEndParams p, float* fe, unsigned qk
 #pragma unroll
   for (int j = 0; j < kFeCachePieces; ++j) {
     float f[kFeVec];
-#pragma unroll
-    for (int e = 0; e < kFeVec; ++e) f[e] = conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache];
+    fe_cache_chunk(conv, j, f);
     pieces[j] = fe_pack16<T>(f);
   }
   decode_warp_store_pieces<kFeCachePieces>(pieces, cache, active, stage);
@@ -690,6 +689,31 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
   }
 }
 
+// The front end's rows of one (b, hv) into shared memory for the split-column and quad kernels:
+// q and k [t][tensor][i] with a 4-float skew after every kRows rows (the row groups' 16-byte reads
+// then use distinct banks; zeros past K), v of the block's kBlockCols columns from j0 (zeros past
+// V), and each token's gates (alpha = exp(g), beta).
+template <int kK, int kRows, int kBlockCols>
+__device__ __forceinline__ void decode_stage_rows_skewed(const float* row, const DecodeFeLayout& lay, uint32_t h,
+                                                         uint32_t hv, int j0, int K, int V, int nt,
+                                                         float (*qk_s)[2][kK / kRows * (kRows + 4)],
+                                                         float (*v_s)[kBlockCols], float (*gates_s)[2]) {
+  const int tid = int(threadIdx.x);
+  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
+    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
+    qk_s[t][tensor][i + i / kRows * 4] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
+  }
+  for (int x = tid; x < nt * kBlockCols; x += int(blockDim.x)) {
+    const int t = x / kBlockCols, c = x % kBlockCols;
+    v_s[t][c] = j0 + c < V ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j0 + c] : 0.0f;
+  }
+  if (tid < nt) {
+    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+    gates_s[tid][0] = gates[0];
+    gates_s[tid][1] = gates[1];
+  }
+}
+
 // The quad state update (kernel 2q, versions 12-13) for a float32 pool, 64 < K <= 128, V % 4 == 0:
 // a warp takes 32 value columns, as the lane kernel does, but lane (rg, cq) = (lane / 8, lane % 8)
 // holds columns 4 cq .. 4 cq + 3 of rows 32 rg .. 32 rg + 31 (128 registers, as many as a lane of
@@ -748,20 +772,8 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
     S[r] = (kFull || rg * kRows + r < K) ? *reinterpret_cast<const float4*>(src + int64_t(r) * V)
                                          : make_float4(0.f, 0.f, 0.f, 0.f);
 
-  const float* row = fe + int64_t(b) * nt * lay.row;
-  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
-    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
-    qk_s[t][tensor][i + i / kRows * 4] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
-  }
-  for (int x = tid; x < nt * L::kWarps * 32; x += int(blockDim.x)) {
-    const int t = x / (L::kWarps * 32), c = x % (L::kWarps * 32);
-    v_s[t][c] = j0 + c < V ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j0 + c] : 0.0f;
-  }
-  if (tid < nt) {
-    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
-    gates_s[tid][0] = gates[0];
-    gates_s[tid][1] = gates[1];
-  }
+  decode_stage_rows_skewed<kK, kRows, L::kWarps * 32>(fe + int64_t(b) * nt * lay.row, lay, h, hv, j0, K, V, nt, qk_s,
+                                                       v_s, gates_s);
   __syncthreads();
   if (j0 + warp * 32 >= V) return;
 
@@ -890,20 +902,8 @@ gdn_decode_split_kernel(const GdnFrontEndParams p, const float* fe) {
   }
   if constexpr (kDecodePdl) asm volatile("griddepcontrol.wait;\n" ::: "memory");  // the front end's rows
 
-  const float* row = fe + int64_t(b) * nt * lay.row;
-  for (int x = tid; x < nt * 2 * kK; x += int(blockDim.x)) {
-    const int t = x / (2 * kK), tensor = x / kK % 2, i = x % kK;
-    qk_s[t][tensor][i + i / kRows * 4] = i < K ? row[t * lay.row + tensor * lay.qk + int64_t(h) * K + i] : 0.0f;
-  }
-  for (int x = tid; x < nt * kBlockCols; x += int(blockDim.x)) {
-    const int t = x / kBlockCols, c = x % kBlockCols;
-    v_s[t][c] = j0 + c < V ? row[t * lay.row + 2 * lay.qk + int64_t(hv) * V + j0 + c] : 0.0f;
-  }
-  if (tid < nt) {
-    const float* gates = row + tid * lay.row + 2 * lay.qk + lay.v + 2 * hv;
-    gates_s[tid][0] = gates[0];
-    gates_s[tid][1] = gates[1];
-  }
+  decode_stage_rows_skewed<kK, kRows, kBlockCols>(fe + int64_t(b) * nt * lay.row, lay, h, hv, j0, K, V, nt, qk_s, v_s,
+                                                   gates_s);
   __syncthreads();  // the only barrier: q, k, v and the gates are in place
   if constexpr (sizeof(St) == 2) {
 #pragma unroll

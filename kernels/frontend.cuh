@@ -146,11 +146,23 @@ struct FeChunk {
   }
 };
 
+// kFeVec floats rounded to a 16-bit T (from_float) and packed in order: one 16-byte vector.
+template <typename T>
+__device__ __forceinline__ uint4 fe_pack16(const float (&y)[kFeVec]) {
+  static_assert(sizeof(T) == 2, "16-bit types");
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = fe_bits(from_float<T>(y[2 * i])) | fe_bits(from_float<T>(y[2 * i + 1])) << 16;
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // Rounds y to T (from_float, as every kernel does) and writes the first n <= kFeVec elements at p
 // (global or shared memory; kVector: p 16-byte aligned and n >= kFeVec).
 template <typename T, bool kVector>
 __device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) {
-  if constexpr (kVector) {
+  if constexpr (kVector && sizeof(T) == 2) {
+    *reinterpret_cast<uint4*>(p) = fe_pack16<T>(y);
+  } else if constexpr (kVector) {
     constexpr int kPerWord = 4 / int(sizeof(T));
     uint32_t w[kFeVec / kPerWord];
 #pragma unroll
@@ -168,16 +180,6 @@ __device__ __forceinline__ void fe_store(T* p, const float (&y)[kFeVec], int n) 
     for (int e = 0; e < kFeVec; ++e)
       if (e < n) p[e] = from_float<T>(y[e]);
   }
-}
-
-// kFeVec floats rounded to a 16-bit T and packed as fe_store packs them: one 16-byte vector.
-template <typename T>
-__device__ __forceinline__ uint4 fe_pack16(const float (&y)[kFeVec]) {
-  static_assert(sizeof(T) == 2, "16-bit types");
-  uint32_t w[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) w[i] = fe_bits(from_float<T>(y[2 * i])) | fe_bits(from_float<T>(y[2 * i + 1])) << 16;
-  return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 // Sum over aligned groups of `lanes` lanes (a power of two <= 32, uniform in the warp). Every lane
@@ -223,14 +225,20 @@ __device__ __forceinline__ void fe_load_cache_vec(ConvChannel (&conv)[kFeVec], c
   }
 }
 
+// Chunk j of those caches as fe_load_cache_vec reads it: elements j kFeVec .. j kFeVec + 7 of the
+// [channel][3] values.
+__device__ __forceinline__ void fe_cache_chunk(const ConvChannel (&conv)[kFeVec], int j, float (&f)[kFeVec]) {
+#pragma unroll
+  for (int e = 0; e < kFeVec; ++e) f[e] = conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache];
+}
+
 template <typename T>
 __device__ __forceinline__ void fe_store_cache_vec(const ConvChannel (&conv)[kFeVec], T* cache, bool active) {
   if (!active) return;
 #pragma unroll
   for (int j = 0; j < kConvCache; ++j) {
     float f[kFeVec];
-#pragma unroll
-    for (int e = 0; e < kFeVec; ++e) f[e] = conv[(j * kFeVec + e) / kConvCache].hist[(j * kFeVec + e) % kConvCache];
+    fe_cache_chunk(conv, j, f);
     fe_store<T, true>(cache + j * kFeVec, f, kFeVec);
   }
 }

@@ -100,8 +100,8 @@ int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t 
 // unsupported or the device query fails. For tests that must reach each.
 const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype);
 // The state kernel fused_decode takes at this shape with a 16-byte aligned pool on the current
-// device: "lane", "lane_narrow", "lane_one_wave", "split", "stream" or "block" (kernels/decode.cu
-// says which and why), or nullptr when the shape is unsupported or the device query fails. For
+// device: "lane", "lane_narrow", "lane_one_wave", "quad", "split", "stream" or "block"
+// (kernels/decode.cu says which and why), or nullptr when the shape is unsupported or the device query fails. For
 // tests that must reach each.
 const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16);
 // fused_decode's build knobs that differ from their defaults (GDNBENCH_DECODE_PDL,
