@@ -262,8 +262,9 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 // with two stages of a V = 96 slice), the split-column kernel (a bf16 pool with few slices or
 // K < 128, V past 128), version 5's lane kernel (a float32 pool; capped for 2 blocks per SM where
 // its grid fits one wave of those; otherwise where V is off a multiple of 4, in 2-warp blocks at
-// T = 1, with partial blocks at V = 66 and 70), the quad kernel (a float32 pool outside one-wave grids, V
-// a multiple of 4; a partial block at V = 72, zero rows at K = 100) and the block kernel (K = 256).
+// T = 1, with partial blocks at V = 66 and 70), the quad kernel (a float32 pool outside one-wave
+// grids, V a multiple of 4; a partial block at V = 72, zero rows at K = 100) and the block kernel
+// (K = 256).
 TEST_CASE("fused_decode's state kernels each match the float64 reference where chosen", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
 #ifdef GDNBENCH_HAVE_CUDA
