@@ -61,7 +61,11 @@ po::options_description option_description() {
       ("max-samples", s("200"), "timing: maximum samples")
       ("max-seconds", s("2"), "timing: cap on sampling per case")
       ("cv-target", s("0.02"), "timing: stop once the coefficient of variation is at or under this")
-      ("no-flush", "timing: do not flush L2 before each GPU sample")
+      ("l2-flush", s("write"), "timing: the L2 before each GPU sample: write (a memset of twice its size, as "
+                               "Triton's do_bench and nvbench; the timed kernel pays the write-back of its dirty "
+                               "lines, 3-5 us on an H200), clean (the memset, then a read of it: the kernel pays for "
+                               "its own traffic only) or off; recorded in the CSV's l2_flush column")
+      ("no-flush", "timing: --l2-flush off")
       ("graph", "timing: time replays of a CUDA graph of the launch")
       ("no-ceilings", "run: do not measure the device ceilings first (no fraction columns)")
       ("no-progress", "do not print progress to stderr")
@@ -78,6 +82,17 @@ po::options_description option_description() {
 
 std::string opt(const po::variables_map& vm, const char* name) {
   return vm[name].as<std::string>();
+}
+
+// --l2-flush, with --no-flush as another way to say off.
+L2Flush parse_l2_flush_options(const po::variables_map& vm) {
+  const std::string text = opt(vm, "l2-flush");
+  const std::optional<L2Flush> flush = parse_l2_flush(text);
+  if (!flush) throw UsageError(fmt::format("--l2-flush: '{}' is not write, clean or off", text));
+  if (!vm.count("no-flush")) return *flush;
+  if (!vm["l2-flush"].defaulted() && *flush != L2Flush::off)
+    throw UsageError(fmt::format("--no-flush contradicts --l2-flush {}", text));
+  return L2Flush::off;
 }
 
 int64_t parse_int(const std::string& flag, const std::string& text) {
@@ -383,6 +398,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   if (inv.command == "list") return inv;
   if (inv.command == "ceilings") {
     inv.out_path = cli_vm["out"].defaulted() ? "reports/ceilings.csv" : opt(cli_vm, "out");
+    inv.timing.l2_flush = parse_l2_flush_options(cli_vm);
     return inv;
   }
 
@@ -442,7 +458,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   inv.timing.max_samples = int(parse_positive_list("max-samples", opt(base, "max-samples"))[0]);
   inv.timing.max_seconds = parse_double("max-seconds", opt(base, "max-seconds"));
   inv.timing.cv_target = parse_double("cv-target", opt(base, "cv-target"));
-  inv.timing.flush_l2 = !base.count("no-flush");
+  inv.timing.l2_flush = parse_l2_flush_options(base);
   inv.timing.cuda_graph = base.count("graph") > 0;
   if (inv.timing.warmup < 0) throw UsageError("--warmup: must not be negative");
   if (inv.timing.max_samples < inv.timing.min_samples)

@@ -107,6 +107,8 @@ const std::vector<Column>& columns() {
       {"time_p20_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p20_ms); }},
       {"time_p80_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p80_ms); }},
       {"time_cv", [](const M&, const R& r) { return timing(r, &TimingStats::cv); }},
+      {"timer", [](const M&, const R& r) { return r.timing ? r.timing->timer : std::string(); }},
+      {"l2_flush", [](const M&, const R& r) { return r.timing ? r.timing->l2_flush : std::string(); }},
       {"flops", [](const M&, const R& r) { return num(r.flops); }},
       {"min_bytes", [](const M&, const R& r) { return num(r.bytes); }},
       {"tflops", [](const M&, const R& r) {

@@ -48,10 +48,11 @@ std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta
   }
 }
 
-int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
+int run_ceilings(const GpuInfo& gpu, const std::string& out_path, L2Flush l2_flush) {
   if (!gpu.available) throw std::runtime_error("ceilings need a CUDA device: " + gpu.why_not);
   TimingConfig cfg;
   cfg.min_samples = 20;
+  cfg.l2_flush = l2_flush;
   const Ceilings c = measure_ceilings(cfg);
   struct Line {
     const char* what;
@@ -62,15 +63,15 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path) {
   const Line lines[] = {{"copy", c.copy_gbps, "GB/s (read + write)", c.copy},
                         {"bf16_gemm", c.bf16_gemm_tflops, "TFLOP/s", c.bf16_gemm},
                         {"fp32_gemm", c.fp32_gemm_tflops, "TFLOP/s", c.fp32_gemm}};
-  std::string csv = "device,what,value,unit,median_ms,min_ms,cv,samples,size\n";
+  std::string csv = "device,what,value,unit,median_ms,min_ms,cv,samples,size,l2_flush\n";
   fmt::print("{} ({} SMs, L2 {} MiB)\n", gpu.name, gpu.sm_count, gpu.l2_bytes >> 20);
   for (const Line& l : lines) {
     const std::string size = std::string(l.what) == "copy" ? fmt::format("{} bytes", c.copy_bytes)
                                                            : fmt::format("{}^3", c.gemm_n);
-    fmt::print("{:<10} {:>10.1f} {:<20} median {:.4f} ms, cv {:.3f}, {} samples, {}\n", l.what,
-               l.value, l.unit, l.t.median_ms, l.t.cv, l.t.samples, size);
-    csv += fmt::format("{},{},{:.2f},{},{:.5f},{:.5f},{:.4f},{},{}\n", csv_escape(gpu.name), l.what,
-                       l.value, l.unit, l.t.median_ms, l.t.min_ms, l.t.cv, l.t.samples, size);
+    fmt::print("{:<10} {:>10.1f} {:<20} median {:.4f} ms, cv {:.3f}, {} samples, {}, L2 flush {}\n", l.what,
+               l.value, l.unit, l.t.median_ms, l.t.cv, l.t.samples, size, l.t.l2_flush);
+    csv += fmt::format("{},{},{:.2f},{},{:.5f},{:.5f},{:.4f},{},{},{}\n", csv_escape(gpu.name), l.what,
+                       l.value, l.unit, l.t.median_ms, l.t.min_ms, l.t.cv, l.t.samples, size, l.t.l2_flush);
   }
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(out_path).parent_path();
@@ -115,7 +116,7 @@ int run_main(const std::vector<std::string>& args) {
     return 0;
   }
 
-  if (inv.command == "ceilings") return run_ceilings(gpu, inv.out_path);
+  if (inv.command == "ceilings") return run_ceilings(gpu, inv.out_path, inv.timing.l2_flush);
 
   RunOptions opt;
   opt.timed = inv.command == "run";

@@ -54,6 +54,8 @@ struct Row {
   // Verified against a float64 reference of a sample of query rows (ref_rows < T) or of
   // (b, hv) heads (ref_heads < B HV); absent columns (older CSVs): full.
   bool sampled_ref = false;
+  // How it was timed: "timer l2_flush" (e.g. "events write"); empty in CSVs older than the columns.
+  std::string protocol;
   bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
 };
 
@@ -79,6 +81,7 @@ std::vector<Row> load_rows(const std::vector<CsvTable>& tables, size_t file) {
     r.context = integer("context");  // absent column: 0
     r.median = t.number(i, "time_median_ms");
     r.cv = t.number(i, "time_cv");
+    if (!t.cell(i, "timer").empty()) r.protocol = t.cell(i, "timer") + " " + t.cell(i, "l2_flush");
     r.tflops = t.number(i, "tflops");
     r.gbps = t.number(i, "gbps");
     r.frac_flops = t.number(i, "frac_flops");  // absent column: NaN, shown as "-"
@@ -144,11 +147,13 @@ void environment(std::string& md, const std::vector<CsvTable>& tables) {
   md += "| file | rows |\n| --- | --- |\n";
   for (const CsvTable& t : tables) md += fmt::format("| `{}` | {} |\n", t.path, t.rows.size());
   md += "\n| field | distinct values |\n| --- | --- |\n";
-  for (const char* col : {"device", "git_sha", "seed", "run_id", "command", "suite"}) {
+  for (const char* col : {"device", "git_sha", "seed", "run_id", "command", "suite", "timer", "l2_flush"}) {
+    const bool timing_col = std::string(col) == "timer" || std::string(col) == "l2_flush";
     std::vector<std::string> seen;
     for (const CsvTable& t : tables)
       for (size_t i = 0; i < t.rows.size(); ++i) {
         const std::string& v = t.cell(i, col);
+        if (timing_col && v.empty()) continue;  // untimed rows, CPU rows' l2_flush, older CSVs
         if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
       }
     std::string cell;
@@ -302,7 +307,8 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
   md += "Rows matched on (variant, dtype, B, T, H, HV, K, V, chunk, gate, delta, h0), both timed. "
         "Rule: with a the first CSV and b the later one and threshold = max(3 cv_a median_a, "
         "3 cv_b median_b, 2% of median_a), b is SLOWER when median_b - median_a > threshold, FASTER "
-        "when median_a - median_b > threshold, otherwise the same.\n\n";
+        "when median_a - median_b > threshold, otherwise the same. Rows timed another way (the CSV's "
+        "timer or l2_flush differ) are NOT COMPARABLE: the L2 flush alone moves a short kernel by 3-5 us.\n\n";
   const Series a = timed_series(per_file[0], nullptr);
   for (size_t j = 1; j < tables.size(); ++j) {
     const Series b = timed_series(per_file[j], nullptr);
@@ -310,7 +316,7 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
     std::string table = "| variant | dtype | B | H | HV | K | V | C | gate/delta/h0 | T | a (ms) | b (ms) "
                         "| b / a | threshold (ms) | verdict |\n"
                         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
-    int matched = 0, slower = 0, faster = 0, only_a = 0, only_b = 0;
+    int matched = 0, slower = 0, faster = 0, apart = 0, only_a = 0, only_b = 0;
     for (const auto* kv : ordered(a, per_file[0]))
       for (const auto& [T, ra] : kv->second) {
         const auto sb = b.find(kv->first);
@@ -320,22 +326,29 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
           continue;
         }
         const Change c = compare_timing(ra->median, ra->cv, rb->median, rb->cv);
+        // Older CSVs say nothing of how they timed: compared as before.
+        const bool comparable = ra->protocol.empty() || rb->protocol.empty() || ra->protocol == rb->protocol;
         ++matched;
-        slower += c == Change::slower;
-        faster += c == Change::faster;
+        apart += !comparable;
+        slower += comparable && c == Change::slower;
+        faster += comparable && c == Change::faster;
+        const std::string verdict =
+            comparable ? std::string(change_name(c))
+                       : fmt::format("NOT COMPARABLE (a `{}`, b `{}`)", ra->protocol, rb->protocol);
         table += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {:.3f} | {} | {} |\n",
                              kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
                              terms(kv->first), T, num(ra->median), num(rb->median), rb->median / ra->median,
-                             num(regression_threshold_ms(ra->median, ra->cv, rb->median, rb->cv)),
-                             change_name(c));
+                             num(regression_threshold_ms(ra->median, ra->cv, rb->median, rb->cv)), verdict);
       }
     for (const auto& [key, byT] : b)
       for (const auto& [T, rb] : byT) {
         const auto sa = a.find(key);
         only_b += sa == a.end() || !sa->second.count(T);
       }
-    md += fmt::format("{} matched: {} SLOWER, {} FASTER, {} the same; {} timed only in a, {} only in b.\n\n",
-                      matched, slower, faster, matched - slower - faster, only_a, only_b);
+    md += fmt::format("{} matched: {} SLOWER, {} FASTER, {} the same{}; {} timed only in a, {} only in b.\n\n",
+                      matched, slower, faster, matched - slower - faster - apart,
+                      apart ? fmt::format(", {} NOT COMPARABLE (timed another way)", apart) : std::string(),
+                      only_a, only_b);
     if (matched) md += table + "\n";
   }
 }

@@ -41,6 +41,21 @@ bool sampling_done(const std::vector<double>& samples_ms, double elapsed_s,
   return summarize_samples(samples_ms).cv <= c.cv_target;
 }
 
+const char* l2_flush_name(L2Flush f) {
+  switch (f) {
+    case L2Flush::write: return "write";
+    case L2Flush::clean: return "clean";
+    case L2Flush::off: return "off";
+  }
+  return "?";
+}
+
+std::optional<L2Flush> parse_l2_flush(const std::string& text) {
+  for (L2Flush f : {L2Flush::write, L2Flush::clean, L2Flush::off})
+    if (text == l2_flush_name(f)) return f;
+  return std::nullopt;
+}
+
 TimingStats time_cpu_run(VariantRun& run, const TimingConfig& cfg) {
   using clock = std::chrono::steady_clock;
   for (int i = 0; i < cfg.warmup; ++i) run.launch();
@@ -54,5 +69,7 @@ TimingStats time_cpu_run(VariantRun& run, const TimingConfig& cfg) {
     const double elapsed = std::chrono::duration<double>(t1 - start).count();
     if (sampling_done(samples, elapsed, cfg)) break;
   }
-  return summarize_samples(samples);
+  TimingStats stats = summarize_samples(samples);
+  stats.timer = "host";
+  return stats;
 }

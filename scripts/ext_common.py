@@ -223,9 +223,10 @@ def sample_until_done(sample_ms, cfg):
             return summarize(samples)
 
 
-def timed_row(row, t, peak):
+def timed_row(row, t, peak, timer, l2_flush):
     flops, min_bytes = float(row["flops"]), float(row["min_bytes"])
-    row.update({"samples": str(t["samples"]), "time_median_ms": f"{t['median']:.6g}",
+    row.update({"timer": timer, "l2_flush": l2_flush,
+                "samples": str(t["samples"]), "time_median_ms": f"{t['median']:.6g}",
                 "time_min_ms": f"{t['min']:.6g}", "time_p20_ms": f"{t['p20']:.6g}",
                 "time_p80_ms": f"{t['p80']:.6g}", "time_cv": f"{t['cv']:.6g}",
                 "tflops": f"{flops / (t['median'] * 1e9):.6g}", "gbps": f"{min_bytes / (t['median'] * 1e6):.6g}",

@@ -11,8 +11,8 @@ Per shape: `gdnbench dump` writes the inputs (what the harness's own kernels see
 on exactly those values, writes o (and hT) as .npy, and `gdnbench check` judges them against the
 float64 reference with the harness's metrics and tolerance table. A variant that fails the check
 is not timed (as in `gdnbench run`). Timing follows harness/cuda_runtime.cu: CUDA events on the
-current stream, `--warmup` launches first, L2 flushed (a buffer of twice the L2 size written)
-before every sample, samples until the CV is at or under `--cv-target` after `--min-samples`, or
+current stream, `--warmup` launches first, L2 flushed (a buffer of twice the L2 size written:
+the harness's `--l2-flush write`, recorded in the rows) before every sample, samples until the CV is at or under `--cv-target` after `--min-samples`, or
 `--max-samples`, or `--max-seconds` of sampling; median, min, p20, p80 and CV are reported.
 Peak memory: torch's allocator peak over inputs, outputs and workspace of one launch.
 
@@ -201,7 +201,9 @@ def measure(variant, args, state):
     for _ in range(args.warmup):
         launch()
     sync()
-    return timed_row(row, sample_until_done(sampler, args), peak)
+    # How it timed, as the harness's own rows say it: the memset flush only (--l2-flush write).
+    how = {"timer": "events", "l2_flush": "write"} if gpu else {"timer": "host", "l2_flush": ""}
+    return timed_row(row, sample_until_done(sampler, args), peak, **how)
 
 
 def attention_ref_f64(d, block=2048):
@@ -343,6 +345,7 @@ def self_test(args):
             rows = {r["variant"]: r for r in csv.DictReader(f)}
         got = {v: (rows[v]["status"], rows[v]["reason"]) for v in SELF_TEST_VARIANTS}
         assert got["selftest:good"] == ("PASS", "") and int(rows["selftest:good"]["samples"]) >= 10, got
+        assert (rows["selftest:good"]["timer"], rows["selftest:good"]["l2_flush"]) == ("host", ""), rows["selftest:good"]
         assert got["selftest:bad"][0] == "FAIL" and not rows["selftest:bad"]["samples"], got
         assert got["selftest:unsupported"] == ("SKIPPED", "stand-in for a shape the variant does not take"), got
         assert got["selftest:segv"] == ("SKIPPED", "crashed: killed by SIGSEGV"), got

@@ -200,6 +200,9 @@ const std::vector<BadInput>& bad_inputs() {
       {"placeholder in a flag", {"verify", "--suite", "{suite}", "--h%original_token%", "1"}},
       {"placeholder in a flag's value", {"verify", "--suite", "{suite}", "--help=%canonical_option%"}},
       {"placeholder in a repeated flag", {"verify", "--suite", "{suite}", "--T=%option%", "--T=%option%"}},
+      {"unknown L2 flush", {"verify", "--suite", "{suite}", "--l2-flush", "dirty"}},
+      {"--no-flush against --l2-flush clean", {"verify", "--suite", "{suite}", "--no-flush", "--l2-flush", "clean"}},
+      {"ceilings with an unknown L2 flush", {"ceilings", "--l2-flush", "none"}},
       {"unknown command", {"frobnicate"}},
       {"no command", {}},
   };
@@ -230,6 +233,37 @@ TEST_CASE("bad input is a UsageError", "[cli][errors]") {
     const SuiteFile grid_placeholder("grid = --T=%option% --T=%option%\n");
     CHECK_THROWS_AS(parse(with_suite(grid_placeholder, {"verify"})), UsageError);
   }
+}
+
+TEST_CASE("--l2-flush: write by default, clean, off; --no-flush is off", "[cli]") {
+  const SuiteFile empty("");
+  CHECK(parse(with_suite(empty, {"run"})).timing.l2_flush == L2Flush::write);
+  CHECK(parse(with_suite(empty, {"run", "--l2-flush", "clean"})).timing.l2_flush == L2Flush::clean);
+  CHECK(parse(with_suite(empty, {"run", "--l2-flush", "off"})).timing.l2_flush == L2Flush::off);
+  CHECK(parse(with_suite(empty, {"run", "--no-flush"})).timing.l2_flush == L2Flush::off);
+  CHECK(parse(with_suite(empty, {"run", "--no-flush", "--l2-flush", "off"})).timing.l2_flush == L2Flush::off);
+  const SuiteFile in_suite("l2-flush = clean\n");
+  CHECK(parse(with_suite(in_suite, {"run"})).timing.l2_flush == L2Flush::clean);
+  CHECK(parse({"ceilings", "--l2-flush", "clean"}).timing.l2_flush == L2Flush::clean);
+  CHECK(parse({"ceilings"}).timing.l2_flush == L2Flush::write);
+  for (L2Flush f : {L2Flush::write, L2Flush::clean, L2Flush::off}) CHECK(parse_l2_flush(l2_flush_name(f)) == f);
+}
+
+TEST_CASE("the binary: run records how each row was timed (timer, l2_flush)", "[cli][binary]") {
+  testutil::TempDir dir;
+  const SuiteFile empty("");
+  const std::string out = dir.file("timed.csv");
+  const testutil::ProcessResult r = testutil::run_gdnbench(
+      "run --suite '" + empty.path + "' --variants cpu_recurrent --T 5 --K 8 --V 8 --max-seconds 0.01 --l2-flush clean "
+      "--no-progress --out '" + out + "'");
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  const Csv csv = read_csv(out);
+  REQUIRE(csv.rows.size() == 1);
+  CHECK(csv.cell(0, "status") == "PASS");
+  CHECK(csv.cell(0, "timer") == "host");  // a CPU variant: the steady clock, no L2 flush
+  CHECK(csv.cell(0, "l2_flush") == "");
+  CHECK(csv.cell(0, "samples") != "");
 }
 
 TEST_CASE("the binary: bad input exits 2 with one line on stderr", "[cli][errors][binary]") {

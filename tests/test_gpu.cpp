@@ -44,6 +44,35 @@ TEST_CASE("recurrent matches the float64 reference on the GPU", "[gpu]") {
   CHECK(row.ht.unwritten == 0);
 }
 
+TEST_CASE("GPU timing flushes the L2 as --l2-flush says and records how it timed", "[gpu][timing]") {
+  if (!gpu_or_warn()) return;
+  const L2Flush flush = GENERATE(L2Flush::write, L2Flush::clean, L2Flush::off);
+  const bool graph = GENERATE(false, true);
+  Problem p;
+  p.shape = GdnShape{2, 33, 1, 2, 64, 64};
+  p.dtype = DType::bf16;
+  p.seed = fresh_seed();
+  INFO("seed " << p.seed << " flush " << l2_flush_name(flush) << " graph " << graph);
+  const VariantInfo* v = find_variant("recurrent");
+  REQUIRE(v != nullptr);
+  RunOptions opt;
+  opt.gpu = query_gpu();
+  opt.cpu_threads = 4;
+  opt.timed = true;
+  opt.timing.l2_flush = flush;
+  opt.timing.cuda_graph = graph;
+  opt.timing.min_samples = 3;
+  opt.timing.max_seconds = 0.05;
+  const ResultRow row = verify_single_case(Case{p, v, true}, opt, make_inputs(p));
+  INFO(row.reason);
+  REQUIRE(row.status == Status::pass);
+  REQUIRE(row.timing.has_value());
+  CHECK(row.timing->l2_flush == l2_flush_name(flush));
+  CHECK(row.timing->timer == (graph ? "graph" : "events"));
+  CHECK(row.timing->samples >= 3);
+  CHECK(row.timing->median_ms > 0.0);
+}
+
 TEST_CASE("recurrent covers DeltaNet and gated linear attention on the GPU", "[gpu]") {
   if (!gpu_or_warn()) return;
   const bool gate = GENERATE(false, true);

@@ -53,11 +53,19 @@ ResultRow timed_row(const std::string& variant, const std::string& family, int64
 
 // GDN time T/1000 ms (linear), attention T^2/4e6 ms (quadratic): the ratio is 4000/T, so the GDN
 // variant becomes faster at exactly T = 4000. `gdn_scale_8192` scales the GDN time at T = 8192.
-void write_synthetic(const std::string& path, uint64_t seed, double gdn_scale_8192 = 1.0) {
+// `l2_flush` non-empty: the timed rows say they were timed with CUDA events and that flush.
+void write_synthetic(const std::string& path, uint64_t seed, double gdn_scale_8192 = 1.0,
+                     const std::string& l2_flush = "") {
   CsvWriter w(path, report_meta(seed));
   for (int64_t T : {1024, 2048, 4096, 8192}) {
-    w.append(timed_row("gdn_fake", "gdn", T, T / 1000.0 * (T == 8192 ? gdn_scale_8192 : 1.0)));
-    w.append(timed_row("attn_fake", "attention", T, double(T) * T / 4e6));
+    for (ResultRow r : {timed_row("gdn_fake", "gdn", T, T / 1000.0 * (T == 8192 ? gdn_scale_8192 : 1.0)),
+                        timed_row("attn_fake", "attention", T, double(T) * T / 4e6)}) {
+      if (!l2_flush.empty()) {
+        r.timing->timer = "events";
+        r.timing->l2_flush = l2_flush;
+      }
+      w.append(r);
+    }
   }
   ResultRow skipped = timed_row("gdn_fake", "gdn", 100, 1.0);
   skipped.status = Status::skipped;
@@ -218,6 +226,22 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     CHECK(contains(md, "8 matched: 1 SLOWER, 0 FASTER, 7 the same"));
     CHECK(contains(md, "| 8192 | 8.192 | 12.29 | 1.500 |"));
     CHECK(contains(md, "![x](plots/x.png)"));
+  }
+  SECTION("two CSVs timed with different L2 flushes are not compared") {
+    write_synthetic(dir.file("write.csv"), 7, 1.0, "write");
+    write_synthetic(dir.file("clean.csv"), 8, 1.5, "clean");
+    const CsvTable w = read_gdnbench_csv(dir.file("write.csv"), report_required_columns());
+    const CsvTable c = read_gdnbench_csv(dir.file("clean.csv"), report_required_columns());
+    const std::string md = build_report({w, c}, "gdnbench report write.csv clean.csv");
+    CHECK(contains(md, "| l2_flush | `write`, `clean` |"));
+    CHECK(contains(md, "| timer | `events` |"));
+    CHECK(contains(md, "8 matched: 0 SLOWER, 0 FASTER, 0 the same, 8 NOT COMPARABLE (timed another way)"));
+    CHECK(contains(md, "| 8192 | 8.192 | 12.29 | 1.500 | 0.1638 | NOT COMPARABLE (a `events write`, b `events clean`) |"));
+    // The same flush on both sides compares as before; an older CSV (no columns) compares with either.
+    write_synthetic(dir.file("write2.csv"), 9, 1.5, "write");
+    const CsvTable w2 = read_gdnbench_csv(dir.file("write2.csv"), report_required_columns());
+    CHECK(contains(build_report({w, w2}, "r"), "8 matched: 1 SLOWER, 0 FASTER, 7 the same;"));
+    CHECK(contains(build_report({a, c}, "r"), "8 matched: 1 SLOWER, 0 FASTER, 7 the same;"));
   }
   SECTION("run_report writes --out and embeds --plots relative to it") {
     testutil::write_text(dir.file("plots_src.png"), "");
