@@ -58,7 +58,11 @@
 // Version 13 (runs 83-85): the quad kernel requests 8 of a lane's 32 rows before
 // griddepcontrol.wait, the rest after, and takes every float32-pool grid at 64 < K <= 128 outside
 // one wave (V % 4 == 0): B = 64 0.0832 -> 0.0816 ms, B = 32 -4%.
-// Version 6 (the front end inside the state kernel) was measured slower and not kept.
+// Version 14 (run 91): at T = 1, H = HV, K = V = 128 with 16-bit inputs the quad update runs the
+// front end itself (2qf), one launch a step: B = 64 0.0794-0.0798 -> 0.0784 ms, B = 16 -6%,
+// B = 32 -4.5%, B = 256 -0.5%.
+// Version 6 (the front end inside the lane kernel, its loads behind the state's) was measured
+// slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
 //     one thread per channel: each q, k or v channel is convolved once per launch (not once
 //     per column block), its conv cache rolled in place by
@@ -85,6 +89,10 @@
 //     blocks, a lane 4 columns x 32 rows with 16-byte accesses, sums across the 4 row groups by an
 //     xor butterfly. 168 registers (6 blocks of 2 warps per SM): 4 B spilled at K = 128, 28 B stored
 //     and 76 B loaded at K < 128.
+//   2qf state update with the front end (version 14): T = 1, H = HV, K = V = 128, float32 pool,
+//     16-bit inputs aligned for kernel 1v: one 4-warp block per (b, h), the slice brought into
+//     shared memory by bulk copies while 48 lanes run kernel 1v's per-token operations; then
+//     2q's arithmetic. 167 registers (8 B spilled), 64 KiB + 1.8 KiB shared: 3 blocks per SM.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept
 // for the stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which
@@ -173,14 +181,21 @@ struct DecodeFeLayout {
 
 constexpr int kFeMaxThreads = 256;  // one channel per thread: K, V <= 256
 
-// The gates of row (b, t) and value head hv into the front end's row: alpha = exp(g), beta.
+// (alpha = exp(g), beta) of token t of row b, value head hv.
+template <typename T>
+__device__ __forceinline__ float2 decode_gate_values(const GdnFrontEndParams& p, int64_t b, int t, int hv) {
+  const int64_t gi = (b * p.shape.T + t) * p.shape.HV + hv;
+  return make_float2(expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[hv], p.dt_bias[hv])),
+                     fe_beta(to_float(static_cast<const T*>(p.b)[gi])));
+}
+// The gates of row (b, t) and value head hv into the front end's row.
 template <typename T>
 __device__ __forceinline__ void decode_fe_gates(const GdnFrontEndParams& p, float* fe, const DecodeFeLayout& lay,
                                                 int64_t b, int t, int hv) {
-  const int64_t bt = b * p.shape.T + t, gi = bt * p.shape.HV + hv;
-  float* gates = fe + bt * lay.row + 2 * lay.qk + lay.v + 2 * hv;
-  gates[0] = expf(fe_gate(to_float(static_cast<const T*>(p.a)[gi]), p.A_log[hv], p.dt_bias[hv]));
-  gates[1] = fe_beta(to_float(static_cast<const T*>(p.b)[gi]));
+  float* gates = fe + (b * p.shape.T + t) * lay.row + 2 * lay.qk + lay.v + 2 * hv;
+  const float2 g = decode_gate_values<T>(p, b, t, hv);
+  gates[0] = g.x;
+  gates[1] = g.y;
 }
 
 // Threads of a front-end block: one per channel of the widest head, in whole warps (128 at
@@ -714,6 +729,77 @@ __device__ __forceinline__ void decode_stage_rows_skewed(const float* row, const
   }
 }
 
+// One token of the quad update of a lane's 4 columns x kRows rows, S updated in place: S^T k and
+// S^T q over the lane's rows (groups of 16, in order), k^T q, each summed across the four row
+// groups by an xor butterfly (lanes 8 and 16 apart), then o (where write_o) and the state. kr, qr:
+// the token's k and q rows of the lane's row group in shared memory; v4: its values of the 4
+// columns; alpha = exp(g). The quad kernels' one copy of the arithmetic, so they agree bit for bit.
+template <typename T, int kRows>
+__device__ __forceinline__ void decode_quad_token(float4 (&S)[kRows], const float* kr, const float* qr, float4 v4,
+                                                  float alpha, float beta, const GdnFrontEndParams& p, T* o,
+                                                  bool write_o) {
+  constexpr int kGroupRows = 16;
+  float PS[4] = {0.f, 0.f, 0.f, 0.f}, PQ[4] = {0.f, 0.f, 0.f, 0.f}, KQ = 0.f;
+#pragma unroll
+  for (int g = 0; g < kRows / kGroupRows; ++g) {
+    float ps[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f}, kq = 0.f;
+#pragma unroll
+    for (int n = 0; n < kGroupRows; n += 4) {
+      const float4 k4 = *reinterpret_cast<const float4*>(kr + g * kGroupRows + n);
+      const float4 q4 = *reinterpret_cast<const float4*>(qr + g * kGroupRows + n);
+      const float kk[4] = {k4.x, k4.y, k4.z, k4.w}, qq[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float4 sr = S[g * kGroupRows + n + e];
+        ps[0] += sr.x * kk[e]; ps[1] += sr.y * kk[e]; ps[2] += sr.z * kk[e]; ps[3] += sr.w * kk[e];
+        pq[0] += sr.x * qq[e]; pq[1] += sr.y * qq[e]; pq[2] += sr.z * qq[e]; pq[3] += sr.w * qq[e];
+        kq += kk[e] * qq[e];
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c) { PS[c] += ps[c]; PQ[c] += pq[c]; }
+    KQ += kq;
+  }
+#pragma unroll
+  for (int m = 8; m < 32; m <<= 1) {
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      PS[c] += __shfl_xor_sync(0xffffffffu, PS[c], m);
+      PQ[c] += __shfl_xor_sync(0xffffffffu, PQ[c], m);
+    }
+    KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
+  }
+  const float vv[4] = {v4.x, v4.y, v4.z, v4.w};
+  float u[4];
+#pragma unroll
+  for (int c = 0; c < 4; ++c) u[c] = p.use_delta ? beta * (vv[c] - alpha * PS[c]) : vv[c];
+  if (write_o)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) o[c] = from_float<T>(p.scale * (alpha * PQ[c] + u[c] * KQ));
+#pragma unroll
+  for (int r = 0; r < kRows; r += 4) {
+    const float4 k4 = dec_lds_volatile_v4(kr + r);
+    const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float4& sr = S[r + e];
+      sr.x = alpha * sr.x + kk[e] * u[0];
+      sr.y = alpha * sr.y + kk[e] * u[1];
+      sr.z = alpha * sr.z + kk[e] * u[2];
+      sr.w = alpha * sr.w + kk[e] * u[3];
+    }
+  }
+}
+
+// A lane's kRows state rows (4 columns each) back to the pool from dst (its first row; rows V
+// apart); with !kFull only the rows_left < kRows that exist.
+template <bool kFull, int kRows>
+__device__ __forceinline__ void decode_quad_store(const float4 (&S)[kRows], float* dst, int rows_left, int V) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r)
+    if (kFull || r < rows_left) *reinterpret_cast<float4*>(dst + int64_t(r) * V) = S[r];
+}
+
 // The quad state update (kernel 2q, versions 12-13) for a float32 pool, 64 < K <= 128, V % 4 == 0:
 // a warp takes 32 value columns, as the lane kernel does, but lane (rg, cq) = (lane / 8, lane % 8)
 // holds columns 4 cq .. 4 cq + 3 of rows 32 rg .. 32 rg + 31 (128 registers, as many as a lane of
@@ -740,7 +826,7 @@ template <typename T, bool kFull>
 __global__ void __launch_bounds__(DecodeQuad::kWarps * 32, DecodeQuad::kMinBlocks)
 gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
   using L = DecodeQuad;
-  constexpr int kK = L::kK, kRows = L::kRows, kSkew = L::kSkew, kGroupRows = 16;
+  constexpr int kK = L::kK, kRows = L::kRows, kSkew = L::kSkew;
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][L::kGroupsR * kSkew];
   __shared__ __align__(16) float v_s[kDecodeMaxTokens][L::kWarps * 32];
   __shared__ float gates_s[kDecodeMaxTokens][2];
@@ -778,67 +864,108 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
   if (j0 + warp * 32 >= V) return;
 
   T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
-  for (int t = 0; t < nt; ++t) {
-    const float* kr = &qk_s[t][kFeK][rg * kSkew];
-    const float* qr = &qk_s[t][kFeQ][rg * kSkew];
-    float PS[4] = {0.f, 0.f, 0.f, 0.f}, PQ[4] = {0.f, 0.f, 0.f, 0.f}, KQ = 0.f;
-#pragma unroll
-    for (int g = 0; g < kRows / kGroupRows; ++g) {
-      float ps[4] = {0.f, 0.f, 0.f, 0.f}, pq[4] = {0.f, 0.f, 0.f, 0.f}, kq = 0.f;
-#pragma unroll
-      for (int n = 0; n < kGroupRows; n += 4) {
-        const float4 k4 = *reinterpret_cast<const float4*>(kr + g * kGroupRows + n);
-        const float4 q4 = *reinterpret_cast<const float4*>(qr + g * kGroupRows + n);
-        const float kk[4] = {k4.x, k4.y, k4.z, k4.w}, qq[4] = {q4.x, q4.y, q4.z, q4.w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const float4 sr = S[g * kGroupRows + n + e];
-          ps[0] += sr.x * kk[e]; ps[1] += sr.y * kk[e]; ps[2] += sr.z * kk[e]; ps[3] += sr.w * kk[e];
-          pq[0] += sr.x * qq[e]; pq[1] += sr.y * qq[e]; pq[2] += sr.z * qq[e]; pq[3] += sr.w * qq[e];
-          kq += kk[e] * qq[e];
-        }
-      }
-#pragma unroll
-      for (int c = 0; c < 4; ++c) { PS[c] += ps[c]; PQ[c] += pq[c]; }
-      KQ += kq;
-    }
-#pragma unroll
-    for (int m = 8; m < 32; m <<= 1) {
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        PS[c] += __shfl_xor_sync(0xffffffffu, PS[c], m);
-        PQ[c] += __shfl_xor_sync(0xffffffffu, PQ[c], m);
-      }
-      KQ += __shfl_xor_sync(0xffffffffu, KQ, m);
-    }
-    const float alpha = gates_s[t][0], beta = gates_s[t][1];
-    const float4 v4 = *reinterpret_cast<const float4*>(&v_s[t][jb]);
-    const float vv[4] = {v4.x, v4.y, v4.z, v4.w};
-    float u[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) u[c] = p.use_delta ? beta * (vv[c] - alpha * PS[c]) : vv[c];
-    if (cols_ok && rg == 0)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) o[int64_t(t) * HV * V + c] = from_float<T>(p.scale * (alpha * PQ[c] + u[c] * KQ));
-#pragma unroll
-    for (int r = 0; r < kRows; r += 4) {
-      const float4 k4 = dec_lds_volatile_v4(kr + r);
-      const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float4& sr = S[r + e];
-        sr.x = alpha * sr.x + kk[e] * u[0];
-        sr.y = alpha * sr.y + kk[e] * u[1];
-        sr.z = alpha * sr.z + kk[e] * u[2];
-        sr.w = alpha * sr.w + kk[e] * u[3];
-      }
-    }
+  for (int t = 0; t < nt; ++t)
+    decode_quad_token<T, kRows>(S, &qk_s[t][kFeK][rg * kSkew], &qk_s[t][kFeQ][rg * kSkew],
+                                *reinterpret_cast<const float4*>(&v_s[t][jb]), gates_s[t][0], gates_s[t][1], p,
+                                o + int64_t(t) * HV * V, cols_ok && rg == 0);
+  if (cols_ok)
+    decode_quad_store<kFull, kRows>(S, static_cast<float*>(p.state) + slice + int64_t(rg) * kRows * V, K - rg * kRows, V);
+}
+
+// Kernel 2qf (version 14): the quad update with the front end inside it, so a step is one launch:
+// T = 1, H = HV, K = V = 128, a float32 pool, 16-bit inputs on 16-byte boundaries (the vector front
+// end's conditions). A block of 4 warps takes one (b, h) whole, warp w the columns 32w .. 32w + 31
+// as in the quad kernel, so it is the only reader and writer of its head's conv caches and waits
+// for no other block. Thread 0 starts bulk copies of the 64 KiB state slice into shared memory as
+// soon as the slot is known; while they land, 48 lanes run the vector front end's operations on 8
+// channels each (q and k: warp 0's two halves; v: warp 1's lanes 0-15; warp 1's lane 16 the gates)
+// into shared memory and roll the caches in place. The lanes then read their 32 rows from the copy
+// and run the quad kernel's arithmetic (decode_quad_token): o, the state and the caches are the
+// two-kernel path's bits. The copy, not registers, holds the slice while the front end runs, so
+// the front end's registers and the state's are never live together (3 blocks per SM: 192 KiB of
+// slices).
+struct DecodeQuadFe {
+  static constexpr int kK = 128, kV = 128, kGroupsR = 4, kRows = kK / kGroupsR, kSkew = kRows + 4;
+  static constexpr int kWarps = 4, kMinBlocks = 3;
+  static constexpr int kCopies = 4;  // bulk copies of a quarter slice each
+  static constexpr uint32_t kSliceBytes = uint32_t(kK) * kV * 4;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(DecodeQuadFe::kWarps * 32, DecodeQuadFe::kMinBlocks)
+gdn_decode_quad_fe_kernel(const GdnFrontEndParams p) {
+  using L = DecodeQuadFe;
+  constexpr int kRows = L::kRows, kSkew = L::kSkew, kQuarter = L::kK * L::kV / L::kCopies;
+  extern __shared__ __align__(128) float slice_s[];  // [K][V], the slice as the pool holds it
+  __shared__ __align__(16) float qk_s[2][L::kGroupsR * kSkew];
+  __shared__ __align__(16) float v_s[L::kV];
+  __shared__ float gates_s[2];
+  __shared__ __align__(8) uint64_t bar;
+
+  const GdnShape s = p.shape;
+  const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32;
+  const int rg = lane / 8, cq = lane % 8, j = warp * 32 + cq * 4;
+  const uint32_t HV = uint32_t(s.HV);
+  const uint32_t head = blockIdx.z * gridDim.y + blockIdx.y;
+  if (head >= uint32_t(s.B) * HV) return;  // uniform in the block
+  const uint32_t b = head / HV, h = head - b * HV;  // H = HV: q, k and v head h
+
+  // Front-end lanes: 16 per 128-channel head, kFeVec channels each.
+  const bool fe_lane = warp == 0 || (warp == 1 && lane < 16), gate_lane = warp == 1 && lane == 16;
+  const int tensor = warp == 0 ? (lane < 16 ? kFeQ : kFeK) : kFeV;
+  const int c0 = (lane % 16) * kFeVec;
+  const int64_t channels = int64_t(s.HV) * L::kK, ch = int64_t(h) * L::kK + c0;  // K = V, H = HV
+  ConvChannel conv[kFeVec];
+  FeChunk<T, true> xs;
+  if (fe_lane) {  // the taps and x do not depend on the slot: requested before it
+    fe_load_taps<T, true>(conv, static_cast<const T*>(p.conv_w[tensor]), static_cast<const T*>(p.conv_bias[tensor]),
+                          ch, kFeVec, true);
+    xs.load(static_cast<const T*>(p.x[tensor]) + int64_t(b) * channels + ch, kFeVec, true);
   }
-  if (!cols_ok) return;
-  float* const dst = static_cast<float*>(p.state) + slice + int64_t(rg) * kRows * V;
+  if (tid == 0) {
+    bulk::mbarrier_init<1>(&bar);
+    bulk::fence_mbarrier_init();
+  }
+  const int64_t slot = p.slots[b];
+  const int64_t slice = (slot * HV + h) * int64_t(L::kK) * L::kV;
+  __syncthreads();  // the barrier is initialised
+  if (tid == 0) {
+    bulk::arrive_expect_tx(&bar, L::kSliceBytes);
+    const float* src = static_cast<const float*>(p.state) + slice;
 #pragma unroll
-  for (int r = 0; r < kRows; ++r)
-    if (kFull || rg * kRows + r < K) *reinterpret_cast<float4*>(dst + int64_t(r) * V) = S[r];
+    for (int c = 0; c < L::kCopies; ++c)
+      bulk::copy(slice_s + c * kQuarter, src + c * kQuarter, L::kSliceBytes / L::kCopies, &bar);
+  }
+  if (fe_lane) {
+    T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
+    fe_load_cache_vec<T>(conv, cache, true);
+    float xf[kFeVec], y[kFeVec];
+    xs.unpack(xf);
+    fe_token(conv, xf, y, tensor != kFeV, 16, p.l2_eps);  // warp 0 whole in the q and k shuffles
+#pragma unroll
+    for (int e = 0; e < kFeVec; ++e) {
+      const int i = c0 + e;
+      if (tensor == kFeV) v_s[i] = y[e];
+      else qk_s[tensor][i + i / kRows * 4] = y[e];
+    }
+    fe_store_cache_vec<T>(conv, cache, true);
+  }
+  if (gate_lane) {
+    const float2 g = decode_gate_values<T>(p, b, 0, int(h));
+    gates_s[0] = g.x;
+    gates_s[1] = g.y;
+  }
+  __syncthreads();  // q, k, v and the gates in place
+  bulk::wait(&bar, 0);
+
+  float4 S[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) S[r] = *reinterpret_cast<const float4*>(&slice_s[(rg * kRows + r) * L::kV + j]);
+  T* o = static_cast<T*>(p.o) + int64_t(head) * L::kV + j;
+  decode_quad_token<T, kRows>(S, &qk_s[kFeK][rg * kSkew], &qk_s[kFeQ][rg * kSkew],
+                              *reinterpret_cast<const float4*>(&v_s[j]), gates_s[0], gates_s[1], p, o, rg == 0);
+  decode_quad_store<true, kRows>(S, static_cast<float*>(p.state) + slice + int64_t(rg) * kRows * L::kV + j, L::kK,
+                                 L::kV);
 }
 
 // The split-column state update for K <= 128 (kernel 2c, version 8; a bf16 pool below 4 slices
@@ -1149,13 +1276,18 @@ bool decode_fe_vector_shape(const GdnShape& s, DType dtype, int sms) {
   if (s.K % kFeVec != 0 || s.V % kFeVec != 0 || s.T > kFeVecMaxTokens) return false;
   return kDecodeFeKernel == 2 || 2 * decode_fe_vec_grid(s).blocks >= sms;
 }
+// The vector front end's 16-byte accesses: projections, caches, taps and biases on 16-byte boundaries.
+bool decode_fe_inputs_aligned(const GdnFrontEndParams& p) {
+  bool ok = true;
+  for (int t = 0; t < 3; ++t)
+    ok = ok && aligned16(p.x[t]) && aligned16(p.cache_out[t]) && aligned16(p.conv_w[t]) &&
+         aligned16(p.conv_bias[t]);  // nullptr: aligned
+  return ok;
+}
 cudaError_t decode_fe_vector(const GdnFrontEndParams& p, bool& vector) {
   int device = 0, sms = 0;
   if (const cudaError_t e = decode_device(device, sms)) return e;
-  vector = decode_fe_vector_shape(p.shape, p.dtype, sms);
-  for (int t = 0; t < 3; ++t)
-    vector = vector && aligned16(p.x[t]) && aligned16(p.cache_out[t]) &&
-             aligned16(p.conv_w[t]) && aligned16(p.conv_bias[t]);  // nullptr: aligned
+  vector = decode_fe_vector_shape(p.shape, p.dtype, sms) && decode_fe_inputs_aligned(p);
   return cudaSuccess;
 }
 
@@ -1294,6 +1426,18 @@ cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream
   return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
 }
 
+// Version 14 (gdn_decode_quad_fe_kernel): the whole step in one launch; its slice copy is dynamic
+// shared memory past the default 48 KiB, so the kernel is opted in once.
+template <typename T>
+cudaError_t launch_decode_quad_fe(const GdnFrontEndParams& p, cudaStream_t stream) {
+  using L = DecodeQuadFe;
+  static const cudaError_t opt_in = cudaFuncSetAttribute(
+      gdn_decode_quad_fe_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::kSliceBytes));
+  if (opt_in != cudaSuccess) return opt_in;
+  gdn_decode_quad_fe_kernel<T><<<decode_heads_grid(p.shape, 1), L::kWarps * 32, L::kSliceBytes, stream>>>(p);
+  return cudaGetLastError();
+}
+
 // The split-column kernel (K <= 128): the front end, then gdn_decode_split_kernel.
 template <typename T, typename St>
 cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
@@ -1307,8 +1451,9 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
 // 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else the quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and
-// 4-warp blocks at T > 1: LaneConfig); a bf16 pool version
+// else the quad kernel where decode_quad_shape holds, with the front end inside it where
+// decode_quad_fe_shape does too, else in 2-warp blocks at T = 1 and 4-warp blocks at T > 1:
+// LaneConfig); a bf16 pool version
 // 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
 // docs/perf-notes.md). Build with
 // -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
@@ -1317,13 +1462,18 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 #define GDNBENCH_DECODE_STATE_KERNEL 0
 #endif
 constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
+// -DGDNBENCH_DECODE_QUAD_FE=0: the quad kernel after the front-end kernel everywhere (version 13).
+#ifndef GDNBENCH_DECODE_QUAD_FE
+#define GDNBENCH_DECODE_QUAD_FE 1
+#endif
+constexpr bool kDecodeQuadFe = GDNBENCH_DECODE_QUAD_FE != 0;
 
 // The split-column and stream kernels are built for a bf16 pool only, unless a build forces one
 // (a float32 pool never takes them otherwise: fewer instances for nvcc to compile).
 template <typename St>
 constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
 
-enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block, quad };
+enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block, quad, quad_fe };
 const char* decode_state_kernel_name(DecodeStateKernel k) {
   switch (k) {
     case DecodeStateKernel::lane: return "lane";
@@ -1333,6 +1483,7 @@ const char* decode_state_kernel_name(DecodeStateKernel k) {
     case DecodeStateKernel::stream: return "stream";
     case DecodeStateKernel::block: return "block";
     case DecodeStateKernel::quad: return "quad";
+    case DecodeStateKernel::quad_fe: return "quad_fe";
   }
   return "?";
 }
@@ -1349,6 +1500,13 @@ struct DecodeStatePlan {
 // Where the quad kernel takes a float32 pool's state at 64 < K <= 128 (outside one-wave grids): V a
 // multiple of 4 and the pool on a 16-byte boundary (its 16-byte accesses).
 bool decode_quad_shape(const GdnShape& s, const void* pool) { return s.V % 4 == 0 && aligned16(pool); }
+// Where the quad kernel runs the front end itself (gdn_decode_quad_fe_kernel), given a quad shape
+// whose front-end inputs are 16-byte aligned: one token, H = HV, K = V = 128, 16-bit inputs.
+template <typename T>
+bool decode_quad_fe_shape(const GdnShape& s) {
+  return kDecodeQuadFe && kDecodeFeKernel != 1 && sizeof(T) == 2 && s.T == 1 && s.H == s.HV &&
+         s.K == DecodeQuadFe::kK && s.V == DecodeQuadFe::kV;
+}
 
 // Version 8's conditions: K = 128, V <= 128, a slice a whole number of 16-byte copies, a pool
 // 16-byte aligned, and (unless forced) kDecodeStreamMinUnitsPerSm slices per SM. Sets plan to
@@ -1385,8 +1543,9 @@ cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced,
   return cudaSuccess;
 }
 
+// fe_aligned: the front end's inputs on 16-byte boundaries (decode_fe_inputs_aligned).
 template <typename T, typename St>
-cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePlan& plan) {
+cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePlan& plan, bool fe_aligned = true) {
   plan = DecodeStatePlan{};
   if (s.K > 128) {
     plan.kernel = DecodeStateKernel::block;
@@ -1399,7 +1558,7 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
     else if (decode_quad_shape(s, pool))
-      plan.kernel = DecodeStateKernel::quad;
+      plan.kernel = fe_aligned && decode_quad_fe_shape<T>(s) ? DecodeStateKernel::quad_fe : DecodeStateKernel::quad;
     else if (s.T == 1)
       plan.kernel = DecodeStateKernel::lane_narrow;
     return cudaSuccess;
@@ -1435,7 +1594,7 @@ cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const De
 template <typename T, typename St>
 cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   DecodeStatePlan plan;
-  if (const cudaError_t e = decode_state_plan<T, St>(p.shape, p.state, plan)) return e;
+  if (const cudaError_t e = decode_state_plan<T, St>(p.shape, p.state, plan, decode_fe_inputs_aligned(p))) return e;
   switch (plan.kernel) {
     case DecodeStateKernel::stream:
       if constexpr (kSplitAndStreamFor<St>) return launch_decode_stream<T, St>(p, fe, plan, stream);
@@ -1454,6 +1613,9 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
       break;
     case DecodeStateKernel::quad:
       if constexpr (sizeof(St) == 4) return launch_decode_quad<T>(p, fe, stream);
+      break;
+    case DecodeStateKernel::quad_fe:
+      if constexpr (sizeof(St) == 4 && sizeof(T) == 2) return launch_decode_quad_fe<T>(p, stream);
       break;
     case DecodeStateKernel::block: break;
   }
@@ -1506,11 +1668,19 @@ const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype) {
   return rows ? "rows" : "row";
 }
 
-const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16) {
+const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16, DType dtype) {
   if (gdn_decode_shape_unsupported(shape)) return nullptr;
   DecodeStatePlan plan;
-  const cudaError_t e = state_bf16 ? decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
-                                   : decode_state_plan<__nv_bfloat16, float>(shape, nullptr, plan);
+  cudaError_t e = cudaSuccess;
+  if (state_bf16) {
+    e = decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan);
+  } else {
+    switch (dtype) {
+      case DType::f32: e = decode_state_plan<float, float>(shape, nullptr, plan); break;
+      case DType::bf16: e = decode_state_plan<__nv_bfloat16, float>(shape, nullptr, plan); break;
+      case DType::f16: e = decode_state_plan<__half, float>(shape, nullptr, plan); break;
+    }
+  }
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;

@@ -97,13 +97,15 @@ int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t 
 // aligned tensors: "vector" (8 channels per thread: bf16 or fp16, K and V multiples of 8, T <= 4,
 // a grid of at least half the SMs in blocks), else "rows" (4 batch rows per block, at T = 1 when
 // one row per block would take more than two waves) or "row"; nullptr when the shape is
-// unsupported or the device query fails. For tests that must reach each.
+// unsupported or the device query fails. Where the state kernel is "quad_fe" (a float32 pool),
+// none runs: that kernel does the front end's work. For tests that must reach each.
 const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype);
-// The state kernel fused_decode takes at this shape with a 16-byte aligned pool on the current
-// device: "lane", "lane_narrow", "lane_one_wave", "quad", "split", "stream" or "block"
-// (kernels/decode.cu says which and why), or nullptr when the shape is unsupported or the device query fails. For
-// tests that must reach each.
-const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16);
+// The state kernel fused_decode takes at this shape and input dtype with a 16-byte aligned pool
+// and inputs on the current device: "lane", "lane_narrow", "lane_one_wave", "quad", "quad_fe" (the
+// quad kernel with the front end inside it: no front-end kernel runs), "split", "stream" or
+// "block" (kernels/decode.cu says which and why), or nullptr when the shape is unsupported or the
+// device query fails. For tests that must reach each.
+const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16, DType dtype = DType::bf16);
 // fused_decode's build knobs that differ from their defaults (GDNBENCH_DECODE_PDL,
 // GDNBENCH_DECODE_STATE_KERNEL), as "name=value" joined by ','; "" in a default build. The
 // harness writes them into every CSV row's git_sha, so a measurement build cannot pass for main.

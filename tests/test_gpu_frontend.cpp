@@ -513,6 +513,44 @@ TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch"
   check_steps_equal_one_launch(p);
 }
 
+// Version 14's one-launch step (gdn_decode_quad_fe_kernel: T = 1, H = HV, K = V = 128, 16-bit
+// inputs, a float32 pool): token by token it must give the bits of one T-token launch, which runs
+// the vector front end and then the quad kernel, and both the float64 forward (B = 200: grids past
+// one wave). With the projections off their 16-byte boundary the same shape takes the two-kernel
+// path with the scalar front end, within the forward's bounds. Where any condition fails the quad
+// kernel follows a front-end kernel as before.
+TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path bit for bit", "[gpu][frontend]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t T = GENERATE(2, 3);
+  const Problem p = frontend_problem(GdnShape{200, T, 4, 4, 128, 128}, dt, true);
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T);
+  GdnShape one = p.shape;
+  one.T = 1;
+  const auto state_kernel = [](const GdnShape& s, DType d) {
+    const char* k = gdn_decode_state_kernel(s, false, d);
+    return std::string(k ? k : "(none)");
+  };
+  REQUIRE(state_kernel(one, dt) == "quad_fe");
+  REQUIRE(state_kernel(p.shape, dt) == "quad");  // T > 1
+  CHECK(state_kernel(one, DType::f32) == "quad");  // 32-bit inputs
+  CHECK(state_kernel(GdnShape{200, 1, 2, 4, 128, 128}, dt) == "quad");  // H != HV
+  CHECK(state_kernel(GdnShape{200, 1, 4, 4, 128, 64}, dt) == "quad");  // V != 128
+  CHECK(state_kernel(GdnShape{200, 1, 4, 4, 128, 128}, dt) == "quad_fe");
+  CHECK(std::string(gdn_decode_state_kernel(one, true, dt)) != "quad_fe");  // a bf16 pool
+  check_steps_equal_one_launch(p);
+
+  const HostInputs in = make_inputs(p);
+  const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);
+  const Tolerance tol = tolerance_for(Precision::fp32_math, dt);
+  DecodeDriver misaligned(p, in);
+  misaligned.misaligned_x = true;
+  const std::vector<float> o = misaligned.launch_token_by_token();
+  CHECK(testutil::rel_l2(o, ref.o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(misaligned.final_state(), ref.hT) <= tol.ht_rel_l2);
+  CHECK(testutil::rel_l2(misaligned.final_caches(), ref.conv_cache) == 0.0);
+}
+
 // The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
 // launch (bit for bit: the same operations per token) and the float64 forward; and with the
 // projections moved off their 16-byte boundary, the scalar kernel on the same inputs, within the
