@@ -58,9 +58,10 @@
 // Version 13 (runs 83-85): the quad kernel requests 8 of a lane's 32 rows before
 // griddepcontrol.wait, the rest after, and takes every float32-pool grid at 64 < K <= 128 outside
 // one wave (V % 4 == 0): B = 64 0.0832 -> 0.0816 ms, B = 32 -4%.
-// Version 14 (run 91): at T = 1, H = HV, K = V = 128 with 16-bit inputs the quad update runs the
-// front end itself (2qf), one launch a step: B = 64 0.0794-0.0798 -> 0.0784 ms, B = 16 -6%,
-// B = 32 -4.5%, B = 256 -0.5%.
+// Version 14 (runs 91-92): at T = 1, H = HV, K = V = 128 with 16-bit inputs the quad update runs
+// the front end itself (2qf), one launch a step, at every B: B = 64 0.0794-0.0798 -> 0.0784 ms,
+// B = 16 -6%, B = 32 -4.5%, B = 256 -0.5%; in one-wave grids too, where the lane kernel took
+// them: B = 1 0.0107 -> 0.0081, B = 8 0.0169 -> 0.0144.
 // Version 6 (the front end inside the lane kernel, its loads behind the state's) was measured
 // slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
@@ -1451,9 +1452,9 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
 
 // Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
 // 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else the quad kernel where decode_quad_shape holds, with the front end inside it where
-// decode_quad_fe_shape does too, else in 2-warp blocks at T = 1 and 4-warp blocks at T > 1:
-// LaneConfig); a bf16 pool version
+// else the quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and 4-warp
+// blocks at T > 1: LaneConfig), but the quad kernel with the front end inside it wherever
+// decode_quad_fe_shape and decode_quad_shape hold, one-wave grids included; a bf16 pool version
 // 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
 // docs/perf-notes.md). Build with
 // -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
@@ -1555,10 +1556,12 @@ cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePl
     int device = 0, sms = 0;
     if (const cudaError_t e = decode_device(device, sms)) return e;
     const dim3 grid = decode_lane_grid(s, LaneOneWave::kWarps);
-    if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
+    if (decode_quad_shape(s, pool) && fe_aligned && decode_quad_fe_shape<T>(s))
+      plan.kernel = DecodeStateKernel::quad_fe;  // one launch, in any number of waves (runs 91-92)
+    else if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
       plan.kernel = DecodeStateKernel::lane_one_wave;
     else if (decode_quad_shape(s, pool))
-      plan.kernel = fe_aligned && decode_quad_fe_shape<T>(s) ? DecodeStateKernel::quad_fe : DecodeStateKernel::quad;
+      plan.kernel = DecodeStateKernel::quad;
     else if (s.T == 1)
       plan.kernel = DecodeStateKernel::lane_narrow;
     return cudaSuccess;

@@ -518,7 +518,7 @@ TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch"
 // the vector front end and then the quad kernel, and both the float64 forward (B = 200: grids past
 // one wave). With the projections off their 16-byte boundary the same shape takes the two-kernel
 // path with the scalar front end, within the forward's bounds. Where any condition fails the quad
-// kernel follows a front-end kernel as before.
+// kernel (or, in one-wave grids, the lane kernel) follows a front-end kernel as before.
 TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path bit for bit", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
@@ -536,7 +536,7 @@ TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path b
   CHECK(state_kernel(one, DType::f32) == "quad");  // 32-bit inputs
   CHECK(state_kernel(GdnShape{200, 1, 2, 4, 128, 128}, dt) == "quad");  // H != HV
   CHECK(state_kernel(GdnShape{200, 1, 4, 4, 128, 64}, dt) == "quad");  // V != 128
-  CHECK(state_kernel(GdnShape{200, 1, 4, 4, 128, 128}, dt) == "quad_fe");
+  CHECK(state_kernel(GdnShape{3, 1, 4, 4, 128, 128}, dt) == "quad_fe");  // one wave: one launch too
   CHECK(std::string(gdn_decode_state_kernel(one, true, dt)) != "quad_fe");  // a bf16 pool
   check_steps_equal_one_launch(p);
 
@@ -549,6 +549,17 @@ TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path b
   CHECK(testutil::rel_l2(o, ref.o) <= tol.o_rel_l2);
   CHECK(testutil::rel_l2(misaligned.final_state(), ref.hT) <= tol.ht_rel_l2);
   CHECK(testutil::rel_l2(misaligned.final_caches(), ref.conv_cache) == 0.0);
+
+  // A one-wave grid (B = 3) token by token: quad_fe's launches against the float64 forward.
+  const Problem small = frontend_problem(GdnShape{3, T, 4, 4, 128, 128}, dt, true);
+  INFO("small seed " << small.seed);
+  const HostInputs small_in = make_inputs(small);
+  const GdnRefOutputs small_ref = gdn_reference_for(small, to_f64(small_in), 4);
+  DecodeDriver small_steps(small, small_in);
+  const std::vector<float> small_o = small_steps.launch_token_by_token();
+  CHECK(testutil::rel_l2(small_o, small_ref.o) <= tol.o_rel_l2);
+  CHECK(testutil::rel_l2(small_steps.final_state(), small_ref.hT) <= tol.ht_rel_l2);
+  CHECK(testutil::rel_l2(small_steps.final_caches(), small_ref.conv_cache) == 0.0);
 }
 
 // The vector front end (16-bit inputs, K and V multiples of 8) token by token, against one 3-token
