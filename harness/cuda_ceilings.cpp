@@ -18,7 +18,7 @@ std::vector<float> random_host(int64_t n, uint64_t seed) {
 class CopyRun : public CudaRunBase {
  public:
   explicit CopyRun(int64_t bytes) : src_(allocate(size_t(bytes))), dst_(allocate(size_t(bytes))) {
-    CUDA_CHECK(cudaMemset(src_.get(), 0x3C, src_.bytes()));
+    CUDA_CHECK(cudaMemsetAsync(src_.get(), 0x3C, src_.bytes(), stream_));  // on the run's stream, as its copies
   }
   void poison_outputs() override {}
   void launch() override {

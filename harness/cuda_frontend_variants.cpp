@@ -137,7 +137,7 @@ class DecodeRun final : public CudaFrontEndRun {
     pool_slots_ = decode_pool_slots(s.B);
     slots_ = decode_slots(s.B, p.seed);
     slots_dev_ = allocate(slots_.size() * sizeof(int32_t));
-    CUDA_CHECK(cudaMemcpy(slots_dev_.get(), slots_.data(), slots_dev_.bytes(), cudaMemcpyHostToDevice));
+    copy_to_device(slots_dev_.get(), slots_.data(), slots_dev_.bytes());
     // Row r of a pool is sequence r's part; init_* hold the B rows the pool starts from.
     state_row_ = s.HV * s.K * s.V;
     state_pool_ = allocate(size_t(pool_slots_ * state_row_) * dtype_bytes(state_dtype_));
@@ -180,11 +180,6 @@ class DecodeRun final : public CudaFrontEndRun {
   }
 
  private:
-  DeviceBuffer zeros(size_t bytes) {
-    DeviceBuffer buf = allocate(bytes);
-    CUDA_CHECK(cudaMemset(buf.get(), 0, bytes));
-    return buf;
-  }
   // Row b of init (row_bytes each) to row slots[b] of pool, on the stream.
   void scatter(const DeviceBuffer& pool, const DeviceBuffer& init, int64_t row_bytes) {
     for (size_t b = 0; b < slots_.size(); ++b)

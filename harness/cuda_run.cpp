@@ -23,16 +23,28 @@ DeviceBuffer CudaRunBase::allocate(size_t bytes) {
   return DeviceBuffer(bytes);
 }
 
+void CudaRunBase::copy_to_device(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));  // src may be a temporary of the caller
+}
+
+DeviceBuffer CudaRunBase::zeros(size_t bytes) {
+  DeviceBuffer buf = allocate(bytes);
+  if (bytes) CUDA_CHECK(cudaMemsetAsync(buf.get(), 0, bytes, stream_));
+  return buf;
+}
+
 DeviceBuffer CudaRunBase::upload(const std::vector<float>& host, DType dt) {
   DeviceBuffer buf = allocate(host.size() * dtype_bytes(dt));
   if (host.empty()) return buf;
   if (dt == DType::f32) {
-    CUDA_CHECK(cudaMemcpy(buf.get(), host.data(), buf.bytes(), cudaMemcpyHostToDevice));
+    copy_to_device(buf.get(), host.data(), buf.bytes());
   } else {
     std::vector<uint16_t> bits(host.size());
     for (size_t i = 0; i < host.size(); ++i)
       bits[i] = dt == DType::bf16 ? float_to_bf16_bits(host[i]) : float_to_half_bits(host[i]);
-    CUDA_CHECK(cudaMemcpy(buf.get(), bits.data(), buf.bytes(), cudaMemcpyHostToDevice));
+    copy_to_device(buf.get(), bits.data(), buf.bytes());
   }
   return buf;
 }

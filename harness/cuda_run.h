@@ -20,6 +20,13 @@ class CudaRunBase : public VariantRun {
   DeviceBuffer allocate(size_t bytes);
   // Converts host floats (already representable in dt) to dt and copies them to the device.
   DeviceBuffer upload(const std::vector<float>& host, DType dt);
+  // Host bytes to the device on the run's stream, complete when it returns. The launches run on
+  // that non-blocking stream, which is not ordered after the legacy stream's work: a cudaMemcpy
+  // from pageable memory may return before its DMA lands, and a kernel on stream_ could then read
+  // the buffer before its inputs are there.
+  void copy_to_device(void* dst, const void* src, size_t bytes);
+  // `bytes` of zeros, set on the run's stream (ordered before its launches).
+  DeviceBuffer zeros(size_t bytes);
   // Reads n elements of type dt back as float; poisoned elements come back as the f32 poison.
   std::vector<float> download(const DeviceBuffer& buf, int64_t n, DType dt) const;
   void poison(const DeviceBuffer& buf, int64_t n, DType dt);
