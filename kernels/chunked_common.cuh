@@ -43,17 +43,6 @@ __device__ __forceinline__ int64_t gate_idx(const GdnShape& s, int64_t b, int64_
   return (b * s.T + t) * s.HV + hv;
 }
 
-// Calls fn(T{}) with T the element type of p.dtype.
-template <typename Fn>
-inline cudaError_t dispatch_dtype(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::f32: return fn(float{});
-    case DType::bf16: return fn(__nv_bfloat16{});
-    case DType::f16: return fn(__half{});
-  }
-  return cudaErrorInvalidValue;
-}
-
 // One block per (chunk, value head, batch entry).
 inline dim3 chunk_grid(const GdnParams& p) {
   const int64_t N = (p.shape.T + p.chunk - 1) / p.chunk;

@@ -3,8 +3,22 @@
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "kernels/dtype.h"
+
+// Calls fn(T{}) with T the element type of dtype.
+template <typename Fn>
+inline cudaError_t dispatch_dtype(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::f32: return fn(float{});
+    case DType::bf16: return fn(__nv_bfloat16{});
+    case DType::f16: return fn(__half{});
+  }
+  return cudaErrorInvalidValue;
+}
 
 // Whether a pointer may be read or written with 16-byte vector accesses (nullptr: yes).
 inline bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }

@@ -1658,12 +1658,7 @@ const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype) {
   }
   if (decode_fe_vector_shape(shape, dtype, sms)) return "vector";
   bool rows = false;
-  cudaError_t e = cudaSuccess;
-  switch (dtype) {
-    case DType::f32: e = decode_fe_takes_rows<float>(p, rows); break;
-    case DType::bf16: e = decode_fe_takes_rows<__nv_bfloat16>(p, rows); break;
-    case DType::f16: e = decode_fe_takes_rows<__half>(p, rows); break;
-  }
+  const cudaError_t e = dispatch_dtype(dtype, [&](auto tag) { return decode_fe_takes_rows<decltype(tag)>(p, rows); });
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
@@ -1674,16 +1669,9 @@ const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype) {
 const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16, DType dtype) {
   if (gdn_decode_shape_unsupported(shape)) return nullptr;
   DecodeStatePlan plan;
-  cudaError_t e = cudaSuccess;
-  if (state_bf16) {
-    e = decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan);
-  } else {
-    switch (dtype) {
-      case DType::f32: e = decode_state_plan<float, float>(shape, nullptr, plan); break;
-      case DType::bf16: e = decode_state_plan<__nv_bfloat16, float>(shape, nullptr, plan); break;
-      case DType::f16: e = decode_state_plan<__half, float>(shape, nullptr, plan); break;
-    }
-  }
+  const cudaError_t e =
+      state_bf16 ? decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
+                 : dispatch_dtype(dtype, [&](auto tag) { return decode_state_plan<decltype(tag), float>(shape, nullptr, plan); });
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
@@ -1713,10 +1701,5 @@ int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t 
     if (!p.x[t] || !p.conv_w[t] || !p.cache_in[t] || p.cache_in[t] != p.cache_out[t])
       return int(cudaErrorInvalidValue);
   float* fe = static_cast<float*>(workspace);
-  switch (p.dtype) {
-    case DType::f32: return int(launch_decode_for_type<float>(p, fe, stream));
-    case DType::bf16: return int(launch_decode_for_type<__nv_bfloat16>(p, fe, stream));
-    case DType::f16: return int(launch_decode_for_type<__half>(p, fe, stream));
-  }
-  return int(cudaErrorInvalidValue);
+  return int(dispatch_dtype(p.dtype, [&](auto tag) { return launch_decode_for_type<decltype(tag)>(p, fe, stream); }));
 }
