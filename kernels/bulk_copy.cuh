@@ -32,6 +32,11 @@ __device__ __forceinline__ void copy(void* smem, const void* gmem, uint32_t byte
                "l"(gmem), "r"(bytes), "r"(smem_addr(bar))
                : "memory");
 }
+// A hint: `bytes` (a multiple of 16, the address 16-byte aligned) from global memory into L2 by
+// the bulk-copy engine; nothing waits for it or is told when it lands.
+__device__ __forceinline__ void prefetch_l2(const void* gmem, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(gmem), "r"(bytes) : "memory");
+}
 // Until the phase of parity `parity` has completed.
 __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity) {
   uint32_t done = 0;

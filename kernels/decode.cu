@@ -62,6 +62,9 @@
 // the front end itself (2qf), one launch a step, at every B: B = 64 0.0794-0.0798 -> 0.0784 ms,
 // B = 16 -6%, B = 32 -4.5%, B = 256 -0.5%; in one-wave grids too, where the lane kernel took
 // them: B = 1 0.0107 -> 0.0081, B = 8 0.0169 -> 0.0144.
+// Version 15 (runs 102-103): 2qf's blocks each ask L2 for the slice of the block 50 later in
+// dispatch order (past the first wave), so more of the state is in flight than the resident
+// blocks' copies: B = 64 0.0783-0.0788 -> 0.0760-0.0765 ms, B = 16-256 -2 to -3%.
 // Version 6 (the front end inside the lane kernel, its loads behind the state's) was measured
 // slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
@@ -93,7 +96,7 @@
 //   2qf state update with the front end (version 14): T = 1, H = HV, K = V = 128, float32 pool,
 //     16-bit inputs aligned for kernel 1v: one 4-warp block per (b, h), the slice brought into
 //     shared memory by bulk copies while 48 lanes run kernel 1v's per-token operations; then
-//     2q's arithmetic. 167 registers (8 B spilled), 64 KiB + 1.8 KiB shared: 3 blocks per SM.
+//     2q's arithmetic. 167 registers (no spills), 64 KiB + 1.8 KiB shared: 3 blocks per SM.
 // Budget of kernel 2b: registers kK + ~40 (kK = 64 or 128, K padded with zero rows): 168 at
 // kK = 128 (3 blocks of 4 warps or 6 of 2 per SM; 8 B spilled at K = 128, the slice offset kept
 // for the stores; 8-24 B stored and 24-60 B loaded at K < 128, the bf16-pool instances, which
@@ -885,16 +888,28 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
 // two-kernel path's bits. The copy, not registers, holds the slice while the front end runs, so
 // the front end's registers and the state's are never live together (3 blocks per SM: 192 KiB of
 // slices).
+// Version 15: thread 64 (a lane with no front-end work) also asks L2 for the slice of the block
+// kAheadHeads later in dispatch order (cp.async.bulk.prefetch.L2), unless that block is in the
+// first wave (`first_wave` resident blocks), whose copy starts with this one's. A block's own
+// copy is only 64 KiB and 3 are resident per SM; the prefetches put more of the state in flight.
+// Measured (runs 102-103, H = HV = 32): 33, 50 and 66 heads ahead 2-3% faster at B = 16-256,
+// 99 less so, 132 none, 264 and 396 8-30% slower (the L2 holds the prefetched slices too long);
+// without the first-wave rule 66 ahead cost B = 8 up to 5% in one of two runs.
+#ifndef GDNBENCH_DECODE_L2_AHEAD
+#define GDNBENCH_DECODE_L2_AHEAD 50
+#endif
 struct DecodeQuadFe {
   static constexpr int kK = 128, kV = 128, kGroupsR = 4, kRows = kK / kGroupsR, kSkew = kRows + 4;
   static constexpr int kWarps = 4, kMinBlocks = 3;
   static constexpr int kCopies = 4;  // bulk copies of a quarter slice each
   static constexpr uint32_t kSliceBytes = uint32_t(kK) * kV * 4;
+  static constexpr uint32_t kAheadHeads = GDNBENCH_DECODE_L2_AHEAD;  // 0: no prefetch (version 14)
+  static constexpr int kPrefetchThread = 64;                          // warp 2's lane 0
 };
 
 template <typename T>
 __global__ void __launch_bounds__(DecodeQuadFe::kWarps * 32, DecodeQuadFe::kMinBlocks)
-gdn_decode_quad_fe_kernel(const GdnFrontEndParams p) {
+gdn_decode_quad_fe_kernel(const GdnFrontEndParams p, uint32_t first_wave) {
   using L = DecodeQuadFe;
   constexpr int kRows = L::kRows, kSkew = L::kSkew, kQuarter = L::kK * L::kV / L::kCopies;
   extern __shared__ __align__(128) float slice_s[];  // [K][V], the slice as the pool holds it
@@ -936,6 +951,15 @@ gdn_decode_quad_fe_kernel(const GdnFrontEndParams p) {
 #pragma unroll
     for (int c = 0; c < L::kCopies; ++c)
       bulk::copy(slice_s + c * kQuarter, src + c * kQuarter, L::kSliceBytes / L::kCopies, &bar);
+  }
+  if constexpr (L::kAheadHeads > 0) {
+    const uint32_t ahead = head + L::kAheadHeads;
+    if (tid == L::kPrefetchThread && ahead >= first_wave && ahead < uint32_t(s.B) * HV) {
+      const uint32_t ab = ahead / HV;
+      const float* ahead_slice =
+          static_cast<const float*>(p.state) + (int64_t(p.slots[ab]) * HV + (ahead - ab * HV)) * L::kK * L::kV;
+      bulk::prefetch_l2(ahead_slice, L::kSliceBytes);
+    }
   }
   if (fe_lane) {
     T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
@@ -1427,15 +1451,31 @@ cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream
   return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
 }
 
-// Version 14 (gdn_decode_quad_fe_kernel): the whole step in one launch; its slice copy is dynamic
-// shared memory past the default 48 KiB, so the kernel is opted in once.
+// Versions 14-15 (gdn_decode_quad_fe_kernel): the whole step in one launch; its slice copy is
+// dynamic shared memory past the default 48 KiB, so the kernel is opted in once. Its resident
+// blocks (version 15's first wave) are asked once per device and kept, as decode_fe_takes_rows
+// does: a step is launched once per token.
 template <typename T>
 cudaError_t launch_decode_quad_fe(const GdnFrontEndParams& p, cudaStream_t stream) {
   using L = DecodeQuadFe;
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       gdn_decode_quad_fe_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::kSliceBytes));
   if (opt_in != cudaSuccess) return opt_in;
-  gdn_decode_quad_fe_kernel<T><<<decode_heads_grid(p.shape, 1), L::kWarps * 32, L::kSliceBytes, stream>>>(p);
+  static std::atomic<int64_t> resident_cache[kMaxDevices];  // 0: not asked yet
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
+  std::atomic<int64_t>* cached = device >= 0 && device < kMaxDevices ? &resident_cache[device] : nullptr;
+  int64_t resident = cached ? cached->load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    int per_sm = 0;
+    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_quad_fe_kernel<T>,
+                                                                            L::kWarps * 32, L::kSliceBytes))
+      return e;
+    resident = int64_t(sms) * per_sm;
+    if (cached) cached->store(resident, std::memory_order_relaxed);
+  }
+  gdn_decode_quad_fe_kernel<T><<<decode_heads_grid(p.shape, 1), L::kWarps * 32, L::kSliceBytes, stream>>>(
+      p, uint32_t(std::min<int64_t>(resident, UINT32_MAX)));
   return cudaGetLastError();
 }
 
