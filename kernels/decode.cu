@@ -64,7 +64,8 @@
 // them: B = 1 0.0107 -> 0.0081, B = 8 0.0169 -> 0.0144.
 // Version 15 (runs 102-103): 2qf's blocks each ask L2 for the slice of the block 50 later in
 // dispatch order (past the first wave), so more of the state is in flight than the resident
-// blocks' copies: B = 64 0.0783-0.0788 -> 0.0760-0.0765 ms, B = 16-256 -2 to -3%.
+// blocks' copies: B = 64 0.0783-0.0788 -> 0.0760-0.0765 ms, B = 16-256 -2 to -3%. The quad
+// kernel (2q) does the same at T <= 2 (run 105: GVA at T = 1 B = 64 -1.8%, T = 2 B = 256 -1.2%).
 // Version 6 (the front end inside the lane kernel, its loads behind the state's) was measured
 // slower and not kept.
 //   1 front end, grid (2H + HV, B), or (2H + HV, ceil(B / 4)) with 4 rows per block (version 7),
@@ -91,8 +92,8 @@
 //     slice's state brought in by one bulk copy a slice ahead.
 //   2q state update, 64 < K <= 128, float32 pool, V % 4 == 0 (versions 12-13): 2b's warps and
 //     blocks, a lane 4 columns x 32 rows with 16-byte accesses, sums across the 4 row groups by an
-//     xor butterfly. 168 registers (6 blocks of 2 warps per SM): 4 B spilled at K = 128, 28 B stored
-//     and 76 B loaded at K < 128.
+//     xor butterfly. 168 registers (6 blocks of 2 warps per SM), no spills since version 15 (4 B at
+//     K = 128, 28 B stored and 76 B loaded at K < 128 before).
 //   2qf state update with the front end (version 14): T = 1, H = HV, K = V = 128, float32 pool,
 //     16-bit inputs aligned for kernel 1v: one 4-warp block per (b, h), the slice brought into
 //     shared memory by bulk copies while 48 lanes run kernel 1v's per-token operations; then
@@ -826,9 +827,29 @@ struct DecodeQuad {
   static constexpr int kEarlyRows = 8;
 };
 
+// How many heads ahead in dispatch order a state block prefetches its successor's slice into L2
+// (version 15: kernels 2qf and 2q); 0 builds version 14.
+#ifndef GDNBENCH_DECODE_L2_AHEAD
+#define GDNBENCH_DECODE_L2_AHEAD 50
+#endif
+constexpr uint32_t kDecodeL2AheadHeads = GDNBENCH_DECODE_L2_AHEAD;
+
+// The float32 slice (K x V, contiguous) of head `ahead` into L2, unless its first block (of
+// `blocks_per_head`, dispatched in grid order) is among the first wave's `first_wave` blocks,
+// whose own loads start with the caller's, or it is past the last head.
+__device__ __forceinline__ void decode_prefetch_slice_l2(const GdnFrontEndParams& p, uint32_t ahead,
+                                                         uint32_t blocks_per_head, uint32_t first_wave) {
+  const uint32_t HV = uint32_t(p.shape.HV);
+  if (ahead >= uint32_t(p.shape.B) * HV || uint64_t(ahead) * blocks_per_head < first_wave) return;
+  const uint32_t ab = ahead / HV;
+  const int64_t elems = p.shape.K * p.shape.V;
+  bulk::prefetch_l2(static_cast<const float*>(p.state) + (int64_t(p.slots[ab]) * HV + (ahead - ab * HV)) * elems,
+                    uint32_t(elems * 4));
+}
+
 template <typename T, bool kFull>
 __global__ void __launch_bounds__(DecodeQuad::kWarps * 32, DecodeQuad::kMinBlocks)
-gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
+gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe, uint32_t ahead_heads, uint32_t first_wave) {
   using L = DecodeQuad;
   constexpr int kK = L::kK, kRows = L::kRows, kSkew = L::kSkew;
   __shared__ __align__(16) float qk_s[kDecodeMaxTokens][2][L::kGroupsR * kSkew];
@@ -861,6 +882,8 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
   for (int r = L::kEarlyRows; r < kRows; ++r)
     S[r] = (kFull || rg * kRows + r < K) ? *reinterpret_cast<const float4*>(src + int64_t(r) * V)
                                          : make_float4(0.f, 0.f, 0.f, 0.f);
+  if (ahead_heads > 0 && tid == 32 && blockIdx.x == 0)  // warp 1: warp 0 stages first
+    decode_prefetch_slice_l2(p, head + ahead_heads, gridDim.x, first_wave);
 
   decode_stage_rows_skewed<kK, kRows, L::kWarps * 32>(fe + int64_t(b) * nt * lay.row, lay, h, hv, j0, K, V, nt, qk_s,
                                                        v_s, gates_s);
@@ -895,15 +918,12 @@ gdn_decode_quad_kernel(const GdnFrontEndParams p, const float* fe) {
 // Measured (runs 102-103, H = HV = 32): 33, 50 and 66 heads ahead 2-3% faster at B = 16-256,
 // 99 less so, 132 none, 264 and 396 8-30% slower (the L2 holds the prefetched slices too long);
 // without the first-wave rule 66 ahead cost B = 8 up to 5% in one of two runs.
-#ifndef GDNBENCH_DECODE_L2_AHEAD
-#define GDNBENCH_DECODE_L2_AHEAD 50
-#endif
 struct DecodeQuadFe {
   static constexpr int kK = 128, kV = 128, kGroupsR = 4, kRows = kK / kGroupsR, kSkew = kRows + 4;
   static constexpr int kWarps = 4, kMinBlocks = 3;
   static constexpr int kCopies = 4;  // bulk copies of a quarter slice each
   static constexpr uint32_t kSliceBytes = uint32_t(kK) * kV * 4;
-  static constexpr uint32_t kAheadHeads = GDNBENCH_DECODE_L2_AHEAD;  // 0: no prefetch (version 14)
+  static constexpr uint32_t kAheadHeads = kDecodeL2AheadHeads;  // 0: no prefetch (version 14)
   static constexpr int kPrefetchThread = 64;                          // warp 2's lane 0
 };
 
@@ -952,15 +972,8 @@ gdn_decode_quad_fe_kernel(const GdnFrontEndParams p, uint32_t first_wave) {
     for (int c = 0; c < L::kCopies; ++c)
       bulk::copy(slice_s + c * kQuarter, src + c * kQuarter, L::kSliceBytes / L::kCopies, &bar);
   }
-  if constexpr (L::kAheadHeads > 0) {
-    const uint32_t ahead = head + L::kAheadHeads;
-    if (tid == L::kPrefetchThread && ahead >= first_wave && ahead < uint32_t(s.B) * HV) {
-      const uint32_t ab = ahead / HV;
-      const float* ahead_slice =
-          static_cast<const float*>(p.state) + (int64_t(p.slots[ab]) * HV + (ahead - ab * HV)) * L::kK * L::kV;
-      bulk::prefetch_l2(ahead_slice, L::kSliceBytes);
-    }
-  }
+  if constexpr (L::kAheadHeads > 0)
+    if (tid == L::kPrefetchThread) decode_prefetch_slice_l2(p, head + L::kAheadHeads, 1, first_wave);
   if (fe_lane) {
     T* cache = static_cast<T*>(p.cache_out[tensor]) + (slot * channels + ch) * kConvCache;
     fe_load_cache_vec<T>(conv, cache, true);
@@ -1237,6 +1250,23 @@ cudaError_t decode_device(int& device, int& sms) {
   return cudaSuccess;
 }
 
+// The blocks of `kernel` resident at once on the current device (its first wave), asked once per
+// device into `cache` (0: not asked yet) and kept: a decode step is launched once per token.
+template <typename Kernel>
+cudaError_t decode_resident_blocks(Kernel kernel, int threads, size_t smem, std::atomic<int64_t> (&cache)[kMaxDevices],
+                                   int64_t& resident) {
+  int device = 0, sms = 0;
+  if (const cudaError_t e = decode_device(device, sms)) return e;
+  std::atomic<int64_t>* cached = device >= 0 && device < kMaxDevices ? &cache[device] : nullptr;
+  resident = cached ? cached->load(std::memory_order_relaxed) : 0;
+  if (resident > 0) return cudaSuccess;
+  int per_sm = 0;
+  if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem)) return e;
+  resident = int64_t(sms) * per_sm;
+  if (cached) cached->store(resident, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
 // Batch rows per front-end block at T = 1 (kernel 1's kRows); T > 1 takes one row per block.
 constexpr int kFeRowsT1 = 4;
 
@@ -1445,10 +1475,18 @@ template <typename T>
 cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
   using L = DecodeQuad;
   const dim3 grid = decode_heads_grid(p.shape, (p.shape.V + L::kWarps * 32 - 1) / (L::kWarps * 32));
+  const bool full = p.shape.K == L::kK;
+  auto kernel = full ? gdn_decode_quad_kernel<T, true> : gdn_decode_quad_kernel<T, false>;
+  static std::atomic<int64_t> resident_cache[2][kMaxDevices];  // [full]
+  int64_t resident = 0;
+  if (const cudaError_t e = decode_resident_blocks(kernel, L::kWarps * 32, 0, resident_cache[full], resident)) return e;
+  // Measured (run 105, B = 64 and 256): -1 to -2% at T = 1 (GVA) and T = 2, +1 to +2% at T = 8,
+  // whose longer blocks leave the prefetched slices waiting in L2 longer; T = 4 not measured.
+  const uint32_t ahead = p.shape.T <= 2 ? kDecodeL2AheadHeads : 0;
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  auto kernel = p.shape.K == L::kK ? gdn_decode_quad_kernel<T, true> : gdn_decode_quad_kernel<T, false>;
-  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
+  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows, ahead,
+                                uint32_t(std::min<int64_t>(resident, UINT32_MAX)));
 }
 
 // Versions 14-15 (gdn_decode_quad_fe_kernel): the whole step in one launch; its slice copy is
@@ -1461,19 +1499,11 @@ cudaError_t launch_decode_quad_fe(const GdnFrontEndParams& p, cudaStream_t strea
   static const cudaError_t opt_in = cudaFuncSetAttribute(
       gdn_decode_quad_fe_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(L::kSliceBytes));
   if (opt_in != cudaSuccess) return opt_in;
-  static std::atomic<int64_t> resident_cache[kMaxDevices];  // 0: not asked yet
-  int device = 0, sms = 0;
-  if (const cudaError_t e = decode_device(device, sms)) return e;
-  std::atomic<int64_t>* cached = device >= 0 && device < kMaxDevices ? &resident_cache[device] : nullptr;
-  int64_t resident = cached ? cached->load(std::memory_order_relaxed) : 0;
-  if (resident == 0) {
-    int per_sm = 0;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_quad_fe_kernel<T>,
-                                                                            L::kWarps * 32, L::kSliceBytes))
-      return e;
-    resident = int64_t(sms) * per_sm;
-    if (cached) cached->store(resident, std::memory_order_relaxed);
-  }
+  static std::atomic<int64_t> resident_cache[kMaxDevices];
+  int64_t resident = 0;
+  if (const cudaError_t e =
+          decode_resident_blocks(gdn_decode_quad_fe_kernel<T>, L::kWarps * 32, L::kSliceBytes, resident_cache, resident))
+    return e;
   gdn_decode_quad_fe_kernel<T><<<decode_heads_grid(p.shape, 1), L::kWarps * 32, L::kSliceBytes, stream>>>(
       p, uint32_t(std::min<int64_t>(resident, UINT32_MAX)));
   return cudaGetLastError();
