@@ -1282,21 +1282,12 @@ cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
   rows = false;
   if (p.shape.T != 1) return cudaSuccess;
   constexpr int kSizes = kFeMaxThreads / 32;
-  static std::atomic<int64_t> resident_cache[kMaxDevices][kSizes];  // 0: not asked yet
-  int device = 0, sms = 0;
-  if (const cudaError_t e = decode_device(device, sms)) return e;
+  static std::atomic<int64_t> resident_cache[kSizes][kMaxDevices];  // [warps - 1]
   const int threads = int(decode_fe_threads(p.shape));
-  std::atomic<int64_t>* cached =
-      device >= 0 && device < kMaxDevices ? &resident_cache[device][threads / 32 - 1] : nullptr;
-  int64_t resident = cached ? cached->load(std::memory_order_relaxed) : 0;
-  if (resident == 0) {
-    int per_sm = 0;
-    if (const cudaError_t e =
-            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gdn_decode_frontend_kernel<T, 1>, threads, 0))
-      return e;
-    resident = int64_t(sms) * per_sm;
-    if (cached) cached->store(resident, std::memory_order_relaxed);
-  }
+  int64_t resident = 0;
+  if (const cudaError_t e = decode_resident_blocks(gdn_decode_frontend_kernel<T, 1>, threads, 0,
+                                                   resident_cache[threads / 32 - 1], resident))
+    return e;
   rows = (2 * p.shape.H + p.shape.HV) * p.shape.B > 2 * resident;
   return cudaSuccess;
 }
