@@ -144,8 +144,8 @@ TimingStats time_gpu_run(VariantRun& run, const TimingConfig& cfg) {
   EventPair ev;
   std::vector<double> samples;
   const auto start = std::chrono::steady_clock::now();
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int sms = 0;  // the clean flush's read grid
+  if (cfg.l2_flush == L2Flush::clean) CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   for (int i = 0;; ++i) {
     if (cfg.l2_flush != L2Flush::off) CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xFF, flush.bytes(), stream));
     if (cfg.l2_flush == L2Flush::clean) {

@@ -1250,8 +1250,9 @@ cudaError_t decode_device(int& device, int& sms) {
   return cudaSuccess;
 }
 
-// The blocks of `kernel` resident at once on the current device (its first wave), asked once per
-// device into `cache` (0: not asked yet) and kept: a decode step is launched once per token.
+// The blocks of `kernel` resident at once on the current device (its first wave: at most SMs x 32,
+// so it fits the kernels' uint32_t), asked once per device into `cache` (0: not asked yet) and
+// kept: a decode step is launched once per token.
 template <typename Kernel>
 cudaError_t decode_resident_blocks(Kernel kernel, int threads, size_t smem, std::atomic<int64_t> (&cache)[kMaxDevices],
                                    int64_t& resident) {
@@ -1468,16 +1469,17 @@ cudaError_t launch_decode_quad(const GdnFrontEndParams& p, float* fe, cudaStream
   const dim3 grid = decode_heads_grid(p.shape, (p.shape.V + L::kWarps * 32 - 1) / (L::kWarps * 32));
   const bool full = p.shape.K == L::kK;
   auto kernel = full ? gdn_decode_quad_kernel<T, true> : gdn_decode_quad_kernel<T, false>;
-  static std::atomic<int64_t> resident_cache[2][kMaxDevices];  // [full]
-  int64_t resident = 0;
-  if (const cudaError_t e = decode_resident_blocks(kernel, L::kWarps * 32, 0, resident_cache[full], resident)) return e;
   // Measured (run 105, B = 64 and 256): -1 to -2% at T = 1 (GVA) and T = 2, +1 to +2% at T = 8,
   // whose longer blocks leave the prefetched slices waiting in L2 longer; T = 4 not measured.
   const uint32_t ahead = p.shape.T <= 2 ? kDecodeL2AheadHeads : 0;
+  static std::atomic<int64_t> resident_cache[2][kMaxDevices];  // [full]
+  int64_t resident = 0;  // only the prefetch's rule reads it
+  if (ahead > 0)
+    if (const cudaError_t e = decode_resident_blocks(kernel, L::kWarps * 32, 0, resident_cache[full], resident))
+      return e;
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream)) return e;
   const float* rows = fe;
-  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows, ahead,
-                                uint32_t(std::min<int64_t>(resident, UINT32_MAX)));
+  return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows, ahead, uint32_t(resident));
 }
 
 // Versions 14-15 (gdn_decode_quad_fe_kernel): the whole step in one launch; its slice copy is
@@ -1496,7 +1498,7 @@ cudaError_t launch_decode_quad_fe(const GdnFrontEndParams& p, cudaStream_t strea
           decode_resident_blocks(gdn_decode_quad_fe_kernel<T>, L::kWarps * 32, L::kSliceBytes, resident_cache, resident))
     return e;
   gdn_decode_quad_fe_kernel<T><<<decode_heads_grid(p.shape, 1), L::kWarps * 32, L::kSliceBytes, stream>>>(
-      p, uint32_t(std::min<int64_t>(resident, UINT32_MAX)));
+      p, uint32_t(resident));
   return cudaGetLastError();
 }
 

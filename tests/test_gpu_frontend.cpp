@@ -516,9 +516,10 @@ TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch"
 // Version 14's one-launch step (gdn_decode_quad_fe_kernel: T = 1, H = HV, K = V = 128, 16-bit
 // inputs, a float32 pool): token by token it must give the bits of one T-token launch, which runs
 // the vector front end and then the quad kernel, and both the float64 forward (B = 200: grids past
-// one wave, whose blocks prefetch later blocks' slices into L2, version 15). With the projections off their 16-byte boundary the same shape takes the two-kernel
-// path with the scalar front end, within the forward's bounds. Where any condition fails the quad
-// kernel (or, in one-wave grids, the lane kernel) follows a front-end kernel as before.
+// one wave, whose blocks prefetch later blocks' slices into L2, version 15). With the projections
+// off their 16-byte boundary the same shape takes the two-kernel path with the scalar front end,
+// within the forward's bounds. Where any condition fails the quad kernel (or, in one-wave grids,
+// the lane kernel) follows a front-end kernel as before.
 TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path bit for bit", "[gpu][frontend]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);
