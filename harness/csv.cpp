@@ -50,6 +50,7 @@ const std::vector<Column>& columns() {
       {"family", [](const M&, const R& r) { return r.family; }},
       {"backend", [](const M&, const R& r) { return r.backend; }},
       {"precision", [](const M&, const R& r) { return r.precision; }},
+      {"plan", [](const M&, const R& r) { return r.plan; }},
       {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
       {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
       {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},

@@ -72,6 +72,12 @@ double CsvTable::number(size_t i, const std::string& name) const {
   return end && *end == '\0' ? x : NAN;
 }
 
+bool csv_schema_readable(const std::string& version) {
+  for (int v = kCsvOldestReadableSchema; v <= kCsvSchemaVersion; ++v)
+    if (version == std::to_string(v)) return true;
+  return false;
+}
+
 CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
                            const std::string& command) {
   std::ifstream f(path, std::ios::binary);
@@ -100,9 +106,9 @@ CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::strin
                                    lines[i].size(), t.header.size()));
     t.rows.push_back(std::move(lines[i]));
     const std::string& v = t.cell(t.rows.size() - 1, "schema_version");
-    if (v != std::to_string(kCsvSchemaVersion))
-      throw UsageError(fmt::format("{}: {}: row {} has schema_version '{}'; this gdnbench reads {}",
-                                   command, path, i + 1, v, kCsvSchemaVersion));
+    if (!csv_schema_readable(v))
+      throw UsageError(fmt::format("{}: {}: row {} has schema_version '{}'; this gdnbench reads {} to {}",
+                                   command, path, i + 1, v, kCsvOldestReadableSchema, kCsvSchemaVersion));
   }
   return t;
 }

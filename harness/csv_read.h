@@ -1,4 +1,4 @@
-// Reading gdnbench CSVs back (schema v1, reports/SCHEMA.md): an RFC 4180 parser and a table whose
+// Reading gdnbench CSVs back (schema v1 and v2, reports/SCHEMA.md): an RFC 4180 parser and a table whose
 // columns are looked up by header name, as the schema asks.
 #pragma once
 #include <string>
@@ -21,7 +21,10 @@ struct CsvTable {
   double number(size_t i, const std::string& name) const;
 };
 
-// Reads a gdnbench CSV and checks schema_version == 1 on every row and that every column in
+// Whether a row of this schema_version can be read (kCsvOldestReadableSchema .. kCsvSchemaVersion).
+bool csv_schema_readable(const std::string& version);
+
+// Reads a gdnbench CSV and checks that every row's schema_version is readable and that every column in
 // `required` exists. Throws UsageError (harness/cli.h) with one line naming the file otherwise;
 // the line starts with `command` (the sub-command that read it).
 CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,

@@ -12,6 +12,7 @@
 
 #include "harness/claims.h"
 #include "harness/cli.h"
+#include "harness/csv.h"
 
 const std::vector<std::string>& report_required_columns() {
   static const std::vector<std::string> cols = {
@@ -367,8 +368,8 @@ std::string build_report(const std::vector<CsvTable>& tables, const std::string&
   const Series series = timed_series(rows, &shadowed);
 
   std::string md = "# gdnbench report\n\n";
-  md += fmt::format("Made by `{}` from {} CSV file{} (schema v1, `reports/SCHEMA.md`).\n\n", command,
-                    tables.size(), tables.size() == 1 ? "" : "s");
+  md += fmt::format("Made by `{}` from {} CSV file{} (schema v{}, `reports/SCHEMA.md`).\n\n", command,
+                    tables.size(), tables.size() == 1 ? "" : "s", kCsvSchemaVersion);
   if (!extras.note.empty()) md += extras.note + "\n\n";
   environment(md, tables);
   accuracy(md, rows);

@@ -33,6 +33,9 @@ struct RunMeta {
 struct ResultRow {
   Problem problem;
   std::string variant, family, backend, precision;
+  // The kernels the variant's launch plan chose for this problem on this device (its plan
+  // function, or --plan): e.g. "quad_fe", "two_level G=4". Empty: SKIPPED before a plan was made.
+  std::string plan;
   Status status = Status::skipped;
   std::string reason;  // why SKIPPED, or what failed
   TensorMetrics o, ht;

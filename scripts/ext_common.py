@@ -103,7 +103,7 @@ def family_of(variant):
 
 def skipped_row(manifest, variant, device, reason, status="SKIPPED"):
     """A row with the problem's columns and no measurement; CsvOut fills the other columns."""
-    return {"schema_version": "1", "device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
+    return {"schema_version": "2", "device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
             "seed": str(manifest["seed"]), "variant": variant, "family": family_of(variant), "backend": "ext",
             "precision": "tensor_core", "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
             "H": manifest["H"], "HV": manifest["HV"], "K": manifest["K"], "V": manifest["V"],
