@@ -13,6 +13,7 @@
 #include "harness/claims.h"
 #include "harness/cli.h"
 #include "harness/csv.h"
+#include "harness/noise.h"
 
 const std::vector<std::string>& report_required_columns() {
   static const std::vector<std::string> cols = {
@@ -58,6 +59,7 @@ struct Row {
   // How it was timed: "timer l2_flush" (e.g. "events write"); empty in CSVs older than the columns.
   std::string protocol;
   bool timed() const { return status == "PASS" && std::isfinite(median) && median > 0; }
+  bool noisy() const { return timed() && timing_noisy(cv); }  // time_cv above kNoisyCv
 };
 
 std::vector<Row> load_rows(const std::vector<CsvTable>& tables, size_t file) {
@@ -206,7 +208,8 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
         "ceilings, max(flops / GEMM rate, min_bytes / copy bandwidth) with the row's own counts "
         "(DESIGN.md section 4); x floor = median / floor = 1 / max(frac FLOP/s, frac BW). A floor "
         "marked † is on the ceilings that the first timed row of the same device and dtype in these "
-        "CSVs recorded: its own row was timed with `--no-ceilings`.\n\n";
+        "CSVs recorded: its own row was timed with `--no-ceilings`. A CV marked noisy is above "
+        "10% (`time_noisy`): that median is no firm figure.\n\n";
   if (series.empty()) {
     md += "No timed rows (a `verify` CSV has no timing).\n\n";
     return;
@@ -214,6 +217,11 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
   if (shadowed)
     md += fmt::format("{} timed rows repeat a case of an earlier row or file; the first is shown.\n\n",
                       shadowed);
+  size_t shown = 0, noisy = 0;
+  for (const auto& kv : series)
+    for (const auto& [T, r] : kv.second) ++shown, noisy += r->noisy();
+  if (noisy)
+    md += fmt::format("{} of the {} rows shown are noisy (CV above {:.0f}%).\n\n", noisy, shown, 100 * kNoisyCv);
   md += "| variant | dtype | B | H | HV | K | V | C | gate/delta/h0 | T | median (ms) | CV (%) | "
         "TFLOP/s | GB/s | frac FLOP/s | frac BW | floor (ms) | x floor |\n"
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
@@ -222,7 +230,8 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
     for (const auto& [T, r] : kv->second)
       md += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                         kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk,
-                        terms(kv->first), T, num(r->median), num(100 * r->cv, "{:.2f}"), num(r->tflops, "{:.3g}"),
+                        terms(kv->first), T, num(r->median),
+                        num(100 * r->cv, "{:.2f}") + (r->noisy() ? " noisy" : ""), num(r->tflops, "{:.3g}"),
                         num(r->gbps, "{:.4g}"), num(r->frac_flops, "{:.3f}"), num(r->frac_bw, "{:.3f}"),
                         num(r->floor) + (r->floor_borrowed ? " †" : ""), num(r->median / r->floor, "{:.3g}"));
   md += "\n";
@@ -231,28 +240,41 @@ void timing(std::string& md, const Series& series, const std::vector<Row>& rows,
 void complexity(std::string& md, const Series& series, const std::vector<Row>& rows) {
   md += "## Complexity fit\n\nLeast-squares slope of log(median ms) against log(T) for series with at "
         "least 3 distinct T: 1 is linear in T, 2 quadratic. Small T is launch-bound and flattens the "
-        "slope, so it is also fitted over the upper half of the Ts (the largest ceil(n/2), at least 2).\n\n";
+        "slope, so it is also fitted over the upper half of the Ts (the largest ceil(n/2), at least 2). "
+        "± upper half: the noise of that slope, 2 standard errors from the rows' CVs and the fit's "
+        "residuals (harness/report.h, what `claims` judges with); noisy rows: those with a CV above "
+        "10%, of all the points and of the upper half.\n\n";
   std::string table =
       "| variant | dtype | B | H | HV | K | V | C | Ts | slope | R² | slope, upper half | R², upper half "
-      "| upper Ts |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
+      "| upper Ts | ± upper half | noisy rows |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
   int n = 0;
   for (const auto* kv : ordered(series, rows)) {
     if (kv->second.size() < 3) continue;
-    std::vector<double> T, ms;
+    std::vector<double> T, ms, cv;
+    std::vector<bool> noisy;
     for (const auto& [t, r] : kv->second) {
       T.push_back(double(t));
       ms.push_back(r->median);
+      cv.push_back(r->cv);
+      noisy.push_back(r->noisy());
     }
     const PowerFit all = fit_power_law(T, ms);
-    std::vector<double> uT, ums;
+    std::vector<double> uT, ums, ucv;
+    int noisy_all = int(std::count(noisy.begin(), noisy.end(), true)), noisy_up = 0;
     for (size_t i : upper_half(T)) {
       uT.push_back(T[i]);
       ums.push_back(ms[i]);
+      ucv.push_back(cv[i]);
+      noisy_up += noisy[i];
     }
     const PowerFit up = fit_power_law(uT, ums);
-    table += fmt::format("| {} | {} | {} | {:.0f}-{:.0f} | {:.3f} | {:.4f} | {:.3f} | {:.4f} | {:.0f}-{:.0f} |\n",
+    const SlopeNoise up_noise = slope_noise(uT, ums, ucv);
+    table += fmt::format("| {} | {} | {} | {:.0f}-{:.0f} | {:.3f} | {:.4f} | {:.3f} | {:.4f} | {:.0f}-{:.0f} | ±{:.3f} | "
+                         "{} of {}, {} of {} |\n",
                          kv->first.variant, shape_cells(kv->first.shape), kv->first.chunk, T.front(),
-                         T.back(), all.slope, all.r2, up.slope, up.r2, uT.front(), uT.back());
+                         T.back(), all.slope, all.r2, up.slope, up.r2, uT.front(), uT.back(), up_noise.half_width,
+                         noisy_all, T.size(), noisy_up, uT.size());
     ++n;
   }
   md += n ? table : std::string("No series with 3 or more distinct T.\n");

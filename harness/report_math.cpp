@@ -39,6 +39,46 @@ PowerFit fit_power_law(const std::vector<double>& x, const std::vector<double>& 
   return f;
 }
 
+SlopeNoise slope_noise(const std::vector<double>& x, const std::vector<double>& y,
+                       const std::vector<double>& rel_sigma) {
+  std::vector<double> lx, ly, sig;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i)
+    if (std::isfinite(x[i]) && std::isfinite(y[i]) && x[i] > 0 && y[i] > 0) {
+      lx.push_back(std::log(x[i]));
+      ly.push_back(std::log(y[i]));
+      const double s = i < rel_sigma.size() ? rel_sigma[i] : 0.0;
+      sig.push_back(std::isfinite(s) && s > 0 ? s : 0.0);
+    }
+  SlopeNoise out;
+  const size_t n = lx.size();
+  if (n < 2) return out;
+  const double mx = std::accumulate(lx.begin(), lx.end(), 0.0) / double(n);
+  const double my = std::accumulate(ly.begin(), ly.end(), 0.0) / double(n);
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sxx += (lx[i] - mx) * (lx[i] - mx);
+    sxy += (lx[i] - mx) * (ly[i] - my);
+  }
+  if (!(sxx > 0)) return out;
+  double var_rows = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = (lx[i] - mx) / sxx;
+    var_rows += w * w * sig[i] * sig[i];
+  }
+  out.from_rows = std::sqrt(var_rows);
+  if (n >= 3) {
+    const double slope = sxy / sxx;
+    double ss_res = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double e = ly[i] - (my + slope * (lx[i] - mx));
+      ss_res += e * e;
+    }
+    out.from_residuals = std::sqrt(ss_res / double(n - 2) / sxx);
+  }
+  out.half_width = kNoiseSigmas * std::hypot(out.from_rows, out.from_residuals);
+  return out;
+}
+
 std::vector<size_t> upper_half(const std::vector<double>& x) {
   std::vector<size_t> idx(x.size());
   std::iota(idx.begin(), idx.end(), size_t(0));
