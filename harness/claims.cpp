@@ -17,6 +17,7 @@
 
 #include "harness/cli.h"
 #include "harness/report.h"
+#include "harness/noise.h"
 
 namespace po = boost::program_options;
 
@@ -108,6 +109,7 @@ bool cell_matches(const std::string& cell, const std::string& want) {
 struct Point {
   double x, y;
   std::string device;
+  double cv;  // the row's time_cv; NaN when absent
 };
 struct Series {
   std::string variant, label;
@@ -149,7 +151,7 @@ std::vector<Series> collect(const std::vector<CsvTable>& tables, const Claim& cl
       }
       // The same case measured again (a later row, or a later CSV on the command line) replaces
       // the earlier measurement: pass the CSVs oldest first to judge the newest kernels.
-      out[it->second].by_x.insert_or_assign(x, Point{x, y, t.cell(i, "device")});
+      out[it->second].by_x.insert_or_assign(x, Point{x, y, t.cell(i, "device"), t.number(i, "time_cv")});
     }
   // Labels: the variant, plus each case column whose value differs between the series found.
   for (size_t col = 1; col < std::size(kSeriesColumns); ++col)
@@ -163,6 +165,56 @@ std::string show(const ClaimCheck& c, double v) {
   if (c.measure == "growth") return fmt::format("{:+.0f}%", 100 * v);
   if (c.measure == "ratio") return fmt::format("{:.2f}x", v);
   return fmt::format("{:.3f}", v);
+}
+
+// The noise interval beside a value, " [lo, hi]"; empty where the value has no known noise.
+std::string interval(const ClaimCheck& c, double v, double lo, double hi) {
+  if (!(hi - lo > 1e-9 * std::max(1.0, std::fabs(v)))) return "";  // exact, or rounding only
+  if (c.measure == "slope") return fmt::format(" [{:.2f}, {:.2f}]", lo, hi);
+  return fmt::format(" [{}, {}]", show(c, lo), show(c, hi));
+}
+
+std::string noisy_text(int noisy) { return noisy ? fmt::format(", {} noisy", noisy) : ""; }
+
+// ---- noise ----
+
+// Metrics read from the samples' timing, whose rows carry a time_cv: the claims on them are judged
+// against their noise. Counts (peak_device_bytes, flops, ...) are exact.
+bool timed_metric(const std::string& m) {
+  return (m.rfind("time_", 0) == 0 && m != "time_cv") || m == "tflops" || m == "gbps" || m == "frac_bw" ||
+         m == "frac_flops";
+}
+
+// A row's relative noise, one standard deviation of its metric: its timing CV (0 when unknown).
+double row_sigma(const Point& p) { return std::isfinite(p.cv) && p.cv > 0 ? p.cv : 0.0; }
+
+// The scatter of a series' log metric about its log-log line over [lo, hi] in x: the residual
+// standard deviation sqrt(SS_res / (n - 2)) over its n >= 3 points; 0 with fewer.
+double residual_sd(const Series& s, double lo, double hi) {
+  std::vector<double> xs, ys;
+  for (const auto& [x, p] : s.by_x)
+    if (x >= lo && x <= hi) xs.push_back(x), ys.push_back(p.y);
+  if (xs.size() < 3) return 0.0;
+  const PowerFit f = fit_power_law(xs, ys);
+  if (!std::isfinite(f.slope)) return 0.0;
+  double ss = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double e = std::log(ys[i]) - (f.intercept + f.slope * std::log(xs[i]));
+    ss += e * e;
+  }
+  return std::sqrt(ss / double(xs.size() - 2));
+}
+
+// The value against the bounds with its noise interval [lo, hi]: REPRODUCED when the interval lies
+// wholly inside them, NOT REPRODUCED when wholly outside, INCONCLUSIVE when it straddles one.
+Verdict judge(const ClaimCheck& c, double lo, double hi) {
+  if (lo >= c.min && hi <= c.max) return Verdict::reproduced;
+  if (hi < c.min || lo > c.max) return Verdict::not_reproduced;
+  return Verdict::inconclusive;
+}
+
+const char* word(Verdict v) {
+  return v == Verdict::reproduced ? "meets" : v == Verdict::not_reproduced ? "misses" : "inconclusive, within the noise of the bound";
 }
 
 std::string rule_text(const ClaimCheck& c) {
@@ -186,7 +238,6 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
   CheckResult r;
   r.check = c;
   r.rule = rule_text(c);
-  const auto in_bounds = [&](double v) { return v >= c.min && v <= c.max; };
   std::vector<std::string> missing;
   for (const std::string& col : {c.x, c.metric}) if (!has_column(tables, col)) missing.push_back(col);
   for (const auto& w : cl.where) if (w.second != "0" && !has_column(tables, w.first)) missing.push_back(w.first);
@@ -195,7 +246,13 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
     r.measured = fmt::format("the CSV has no column '{}'", missing.front());
     return r;
   }
-  int measured = 0, failed = 0;
+  const bool noisy_metric = timed_metric(c.metric);
+  int measured = 0, failed = 0, unsure = 0;
+  const auto count = [&](Verdict v) {
+    ++measured;
+    failed += v == Verdict::not_reproduced;
+    unsure += v == Verdict::inconclusive;
+  };
   if (c.measure == "slope") {
     for (const Series& s : collect(tables, cl, c, c.family)) {
       std::vector<double> xs, ys;
@@ -207,19 +264,29 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
         r.lines.push_back(fmt::format("{}: {} points in the fit range, fewer than {}; not judged", s.label, use.size(), c.min_points));
         continue;
       }
-      std::vector<double> fx, fy;
+      std::vector<double> fx, fy, fsig;
+      int noisy = 0;
       for (size_t i : use) {
+        const Point& p = s.by_x.at(xs[i]);
         fx.push_back(xs[i]);
         fy.push_back(ys[i]);
-        devices.insert(s.by_x.at(xs[i]).device);
+        fsig.push_back(noisy_metric ? row_sigma(p) : 0.0);
+        noisy += noisy_metric && timing_noisy(p.cv);
+        devices.insert(p.device);
       }
       const PowerFit f = fit_power_law(fx, fy);
-      const bool ok = in_bounds(f.slope) && f.r2 >= c.min_r2;
-      ++measured;
-      failed += !ok;
-      r.lines.push_back(fmt::format("{}: slope {:.3f}, R² {:.4f} over {}={:g}..{:g} ({} points): {}", s.label, f.slope,
-                                    f.r2, c.x, fx.front(), fx.back(), fx.size(), ok ? "meets" : "misses"));
-      r.measured += (r.measured.empty() ? "" : ", ") + fmt::format("{} {:.2f}", s.variant, f.slope);
+      const double hw = noisy_metric ? slope_noise(fx, fy, fsig).half_width : 0.0;
+      Verdict v = judge(c, f.slope - hw, f.slope + hw);
+      // A fit below min_r2: its points do not lie on a power law. Firm rows make that a miss; with
+      // a noisy row among them the scatter may be the noise's, so it decides nothing.
+      if (!(f.r2 >= c.min_r2) && v != Verdict::not_reproduced)
+        v = noisy ? Verdict::inconclusive : Verdict::not_reproduced;
+      count(v);
+      const std::string iv = interval(c, f.slope, f.slope - hw, f.slope + hw);
+      r.lines.push_back(fmt::format("{}: slope {:.3f}{}, R² {:.4f} over {}={:g}..{:g} ({} points{}): {}", s.label,
+                                    f.slope, iv, f.r2, c.x, fx.front(), fx.back(), fx.size(), noisy_text(noisy),
+                                    word(v)));
+      r.measured += (r.measured.empty() ? "" : ", ") + fmt::format("{} {:.2f}{}", s.variant, f.slope, iv);
     }
   } else if (c.measure == "growth") {
     struct G { const Series* s; double y0, y1; };
@@ -237,14 +304,27 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
       gs = {*std::min_element(gs.begin(), gs.end(), [](const G& a, const G& b) { return a.y1 < b.y1; })};
     for (const G& g : gs) {
       const double v = g.y1 / g.y0 - 1.0;
-      const bool ok = in_bounds(v);
-      ++measured;
-      failed += !ok;
-      devices.insert(g.s->by_x.at(c.from).device);
-      devices.insert(g.s->by_x.at(c.to).device);
-      r.lines.push_back(fmt::format("{}: {} {:.6g} at {}={:g} -> {:.6g} at {}={:g}, growth {}: {}", g.s->label, c.metric,
-                                    g.y0, c.x, c.from, g.y1, c.x, c.to, show(c, v), ok ? "meets" : "misses"));
-      r.measured += (r.measured.empty() ? "" : ", ") + fmt::format("{} {}", g.s->variant, show(c, v));
+      const Point& p0 = g.s->by_x.at(c.from);
+      const Point& p1 = g.s->by_x.at(c.to);
+      // log(y1 / y0) has the variance of both rows (their CVs) and, where the series has points
+      // from `from` to `to` to tell it, twice their scatter about its log-log line.
+      double sigma = 0;
+      int noisy = 0;
+      if (noisy_metric) {
+        const double sd = residual_sd(*g.s, c.from, c.to);
+        sigma = std::sqrt(row_sigma(p0) * row_sigma(p0) + row_sigma(p1) * row_sigma(p1) + 2 * sd * sd);
+        noisy = timing_noisy(p0.cv) + timing_noisy(p1.cv);
+      }
+      const double lo = (1 + v) * std::exp(-kNoiseSigmas * sigma) - 1, hi = (1 + v) * std::exp(kNoiseSigmas * sigma) - 1;
+      const Verdict verdict = sigma > 0 ? judge(c, lo, hi) : judge(c, v, v);
+      count(verdict);
+      devices.insert(p0.device);
+      devices.insert(p1.device);
+      const std::string iv = sigma > 0 ? interval(c, v, lo, hi) : "";
+      r.lines.push_back(fmt::format("{}: {} {:.6g} at {}={:g} -> {:.6g} at {}={:g}, growth {}{}{}: {}", g.s->label,
+                                    c.metric, g.y0, c.x, c.from, g.y1, c.x, c.to, show(c, v), iv,
+                                    noisy ? fmt::format(" ({} of 2 rows noisy)", noisy) : "", word(verdict)));
+      r.measured += (r.measured.empty() ? "" : ", ") + fmt::format("{} {}{}", g.s->variant, show(c, v), iv);
     }
   } else {  // ratio
     struct Best {
@@ -272,20 +352,26 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
     const Series* ds = &*db.s;
     const double ny = nb.y, dy = db.y;
     const double v = ny / dy;
-    measured = 1;
-    failed = !in_bounds(v);
-    devices.insert(ns->by_x.at(c.at).device);
-    devices.insert(ds->by_x.at(c.at).device);
-    r.lines.push_back(fmt::format("best {}: {} ({} = {:.6g}); best {}: {} ({} = {:.6g}); ratio {}: {}", c.numerator,
-                                  ns->label, c.metric, ny, c.denominator, ds->label, c.metric, dy, show(c, v),
-                                  failed ? "misses" : "meets"));
-    r.measured = fmt::format("{} ({} / {})", show(c, v), ns->variant, ds->variant);
+    const Point& pn = ns->by_x.at(c.at);
+    const Point& pd = ds->by_x.at(c.at);
+    const double sigma = noisy_metric ? std::hypot(row_sigma(pn), row_sigma(pd)) : 0.0;
+    const int noisy = noisy_metric ? timing_noisy(pn.cv) + timing_noisy(pd.cv) : 0;
+    const double lo = v * std::exp(-kNoiseSigmas * sigma), hi = v * std::exp(kNoiseSigmas * sigma);
+    const Verdict verdict = sigma > 0 ? judge(c, lo, hi) : judge(c, v, v);
+    count(verdict);
+    devices.insert(pn.device);
+    devices.insert(pd.device);
+    const std::string iv = sigma > 0 ? interval(c, v, lo, hi) : "";
+    r.lines.push_back(fmt::format("best {}: {} ({} = {:.6g}); best {}: {} ({} = {:.6g}); ratio {}{}{}: {}", c.numerator,
+                                  ns->label, c.metric, ny, c.denominator, ds->label, c.metric, dy, show(c, v), iv,
+                                  noisy ? fmt::format(" ({} of 2 rows noisy)", noisy) : "", word(verdict)));
+    r.measured = fmt::format("{}{} ({} / {})", show(c, v), iv, ns->variant, ds->variant);
   }
   if (measured == 0) {
     r.measured = fmt::format("no {} series with the data this check needs", c.family);
     r.verdict = Verdict::not_measurable;
   } else {
-    r.verdict = failed ? Verdict::not_reproduced : Verdict::reproduced;
+    r.verdict = failed ? Verdict::not_reproduced : unsure ? Verdict::inconclusive : Verdict::reproduced;
   }
   return r;
 }
@@ -297,6 +383,7 @@ const char* verdict_name(Verdict v) {
     case Verdict::reproduced: return "REPRODUCED";
     case Verdict::not_reproduced: return "NOT REPRODUCED";
     case Verdict::not_measurable: return "NOT MEASURABLE HERE";
+    case Verdict::inconclusive: return "INCONCLUSIVE";
   }
   return "?";
 }
@@ -379,13 +466,17 @@ std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims, const
     ClaimResult r;
     r.claim = cl;
     std::set<std::string> devices;
-    bool any_fail = false, any_missing = false;
+    bool any_fail = false, any_unsure = false, any_missing = false;
     for (const ClaimCheck& c : cl.checks) {
       r.checks.push_back(evaluate_check(tables, cl, c, devices));
       any_fail |= r.checks.back().verdict == Verdict::not_reproduced;
+      any_unsure |= r.checks.back().verdict == Verdict::inconclusive;
       any_missing |= r.checks.back().verdict == Verdict::not_measurable;
     }
-    r.verdict = any_fail ? Verdict::not_reproduced : any_missing ? Verdict::not_measurable : Verdict::reproduced;
+    r.verdict = any_fail     ? Verdict::not_reproduced
+                : any_unsure ? Verdict::inconclusive
+                : any_missing ? Verdict::not_measurable
+                              : Verdict::reproduced;
     r.devices.assign(devices.begin(), devices.end());
     out.push_back(std::move(r));
   }

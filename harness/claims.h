@@ -1,5 +1,6 @@
 // Claims of the GDN literature, each tied to a measurement in gdnbench CSVs and judged
-// REPRODUCED / NOT REPRODUCED / NOT MEASURABLE HERE (`gdnbench claims`, `gdnbench report --claims`).
+// REPRODUCED / NOT REPRODUCED / INCONCLUSIVE / NOT MEASURABLE HERE (`gdnbench claims`,
+// `gdnbench report --claims`).
 //
 // A claims file (claims/gdn_claims.ini) is an option file read by Boost.Program_options, one
 // section per claim and one sub-section per check of that claim:
@@ -23,8 +24,22 @@
 //
 // A series is every case column but x (variant, dtype, shape, chunk, gate/delta/h0, context, ...).
 // Only PASS rows with a positive finite metric count. A check that finds no data is NOT
-// MEASURABLE HERE (e.g. memory on the CPU backend, attention without a GPU); a claim is NOT
-// REPRODUCED when any check fails, else NOT MEASURABLE HERE when any check lacks data.
+// MEASURABLE HERE (e.g. memory on the CPU backend, attention without a GPU).
+//
+// Noise. A timed metric (time_*, tflops, gbps, frac_*) is judged with an interval of kNoiseSigmas
+// (2) standard deviations around its value; counts (peak_device_bytes) are exact. A row's relative
+// standard deviation is its time_cv (the spread the regression rule of `report` reads too).
+//   slope:  slope_noise (harness/report.h): the rows' CVs through the least-squares weights and the
+//           residual standard error of the fit (3 points or more), in quadrature.
+//   growth: log(y1 / y0) has variance cv0^2 + cv1^2 + 2 sd^2, sd the residual standard deviation of
+//           the series' log-log line over its points from `from` to `to` (3 points or more).
+//   ratio:  log(n / d) has variance cv_n^2 + cv_d^2.
+// A series meets its bound when the interval lies wholly inside it, misses it when wholly outside,
+// and is inconclusive when it straddles; a fit under min_r2 misses when every row of it is firm
+// (time_cv <= kNoisyCv, harness/noise.h) and is inconclusive when a row is noisy. A check misses
+// when any series misses, else is INCONCLUSIVE when any is. A claim is NOT REPRODUCED when any
+// check misses, else INCONCLUSIVE when any check is, else NOT MEASURABLE HERE when any check lacks
+// data, else REPRODUCED.
 #pragma once
 #include <istream>
 #include <string>
@@ -62,14 +77,14 @@ std::vector<Claim> read_claims_file(const std::string& path);
 std::string resolve_claims_path(const std::string& name);
 constexpr const char* kDefaultClaims = "gdn_claims";
 
-enum class Verdict { reproduced, not_reproduced, not_measurable };
-const char* verdict_name(Verdict v);  // REPRODUCED, NOT REPRODUCED, NOT MEASURABLE HERE
+enum class Verdict { reproduced, not_reproduced, not_measurable, inconclusive };
+const char* verdict_name(Verdict v);  // REPRODUCED, NOT REPRODUCED, NOT MEASURABLE HERE, INCONCLUSIVE
 
 struct CheckResult {
   ClaimCheck check;
   Verdict verdict = Verdict::not_measurable;
   std::string rule;                // the comparison, in words
-  std::string measured;            // the value(s), one line
+  std::string measured;            // the value(s) with their noise intervals, one line
   std::vector<std::string> lines;  // one per series: variant, setup, value, verdict
 };
 

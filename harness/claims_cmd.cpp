@@ -1,4 +1,5 @@
 // `gdnbench claims`: the verdicts as text and as a markdown section (harness/claims.h).
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -21,9 +22,12 @@ std::string setup_text(const ClaimResult& r) {
 }
 
 std::string summary(const std::vector<ClaimResult>& results) {
-  int n[3] = {0, 0, 0};
-  for (const ClaimResult& r : results) ++n[int(r.verdict)];
-  return fmt::format("{} REPRODUCED, {} NOT REPRODUCED, {} NOT MEASURABLE HERE", n[0], n[1], n[2]);
+  const auto n = [&](Verdict v) {
+    return std::count_if(results.begin(), results.end(), [&](const ClaimResult& r) { return r.verdict == v; });
+  };
+  return fmt::format("{} REPRODUCED, {} NOT REPRODUCED, {} INCONCLUSIVE, {} NOT MEASURABLE HERE",
+                     n(Verdict::reproduced), n(Verdict::not_reproduced), n(Verdict::inconclusive),
+                     n(Verdict::not_measurable));
 }
 
 std::string md_cell(std::string s) {
@@ -52,9 +56,12 @@ std::string claims_text(const std::vector<ClaimResult>& results) {
 
 std::string claims_markdown(const std::vector<ClaimResult>& results, const std::string& claims_path) {
   std::string md = fmt::format(
-      "## Claims\n\nThe claims of `{}`, judged from the rows above (`gdnbench claims`). REPRODUCED: every "
-      "check met its bound; NOT REPRODUCED: a check missed it; NOT MEASURABLE HERE: a check found no data "
-      "(e.g. memory on the CPU backend). Summary: {}.\n\n",
+      "## Claims\n\nThe claims of `{}`, judged from the rows above (`gdnbench claims`). A timed value is "
+      "judged with its noise interval (in brackets: 2 standard deviations from the rows' timing CVs and "
+      "the scatter of the points, harness/claims.h). REPRODUCED: every check met its bound, interval "
+      "included; NOT REPRODUCED: a check missed it, interval included; INCONCLUSIVE: a check's interval "
+      "straddles its bound (noise, not a finding); NOT MEASURABLE HERE: a check found no data (e.g. memory "
+      "on the CPU backend). Summary: {}.\n\n",
       claims_path, summary(results));
   md += "| claim | verdict | measured | setup |\n| --- | --- | --- | --- |\n";
   for (const ClaimResult& r : results) {
@@ -83,8 +90,12 @@ std::string claims_markdown(const std::vector<ClaimResult>& results, const std::
 std::string claims_usage_text() {
   return "usage: gdnbench claims A.csv [B.csv ...] [--claims FILE]\n"
          "  Judges each claim of FILE (default: claims/gdn_claims.ini) from the rows of the CSVs and\n"
-         "  prints REPRODUCED, NOT REPRODUCED or NOT MEASURABLE HERE with the measured values and the\n"
-         "  setup (variant, shape, dtype, device). `gdnbench run --suite claims` measures what they need.\n"
+         "  prints REPRODUCED, NOT REPRODUCED, INCONCLUSIVE or NOT MEASURABLE HERE with the measured\n"
+         "  values and the setup (variant, shape, dtype, device). `gdnbench run --suite claims` measures\n"
+         "  what they need.\n"
+         "  A timed value is judged with its noise interval [lo, hi] (2 standard deviations, from the rows'\n"
+         "  time_cv and the scatter of the points): REPRODUCED when it lies wholly within the bound, NOT\n"
+         "  REPRODUCED when wholly outside, INCONCLUSIVE when it straddles the bound (noise, not a finding).\n"
          "  A case measured in several CSVs is judged by its row in the last of them (give them oldest first).\n"
          "  Exit 0 whatever the verdicts (they are findings), 2 on a usage error.\n";
 }
