@@ -84,9 +84,14 @@ CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::strin
   if (!f) throw UsageError(fmt::format("{}: cannot read '{}'", command, path));
   std::ostringstream s;
   s << f.rdbuf();
+  return parse_gdnbench_csv(s.str(), path, required, command);
+}
+
+CsvTable parse_gdnbench_csv(const std::string& text, const std::string& path,
+                            const std::vector<std::string>& required, const std::string& command) {
   std::vector<std::vector<std::string>> lines;
   try {
-    lines = parse_csv_text(s.str());
+    lines = parse_csv_text(text);
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("{}: {}: {}", command, path, e.what()));
   }

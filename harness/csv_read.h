@@ -29,3 +29,6 @@ bool csv_schema_readable(const std::string& version);
 // the line starts with `command` (the sub-command that read it).
 CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
                            const std::string& command = "report");
+// The same checks on the text of such a CSV (what read_gdnbench_csv reads through); `path` names it.
+CsvTable parse_gdnbench_csv(const std::string& text, const std::string& path,
+                            const std::vector<std::string>& required, const std::string& command = "report");

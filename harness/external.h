@@ -14,6 +14,7 @@
 // without a bf16 type, losslessly. `check` reads these files back (what the external code saw),
 // never regenerates them, and accepts o as <f4, <f8, <f2 or <u2 (bf16 bits), hT as any float type.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,15 @@ struct DumpedProblem {
 };
 // Throws UsageError (harness/cli.h) with one line when the directory, manifest or a file is wrong.
 DumpedProblem read_dump(const std::string& dir);
+// The manifest alone, from its text (what read_dump reads through); `manifest` names the file in
+// the errors. Throws UsageError as read_dump does (also on JSON nested deeper than 64 levels, which
+// the JSON parser would recurse through). files: "q", "k", "v", "g", "beta", "h0" to the names the
+// manifest gives ("" where it gives none).
+struct DumpManifest {
+  Problem problem;
+  std::map<std::string, std::string> files;
+};
+DumpManifest parse_dump_manifest(const std::string& text, const std::string& manifest);
 
 struct CheckOptions {
   std::string dir;

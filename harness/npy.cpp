@@ -165,6 +165,10 @@ std::string npy_header(NpyType type, const std::vector<int64_t>& shape) {
 NpyArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw NpyError(fmt::format("{}: cannot read", path));
+  return read_npy(f, path);
+}
+
+NpyArray read_npy(std::istream& f, const std::string& path) {
   unsigned char prefix[kPrefixLen];
   if (!f.read(reinterpret_cast<char*>(prefix), kPrefixLen) || std::memcmp(prefix, kMagic, kMagicLen) != 0)
     throw NpyError(fmt::format("{}: not a .npy file (no \\x93NUMPY magic)", path));

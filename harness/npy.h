@@ -6,6 +6,7 @@
 // one-line NpyError that says what was found and what is accepted.
 #pragma once
 #include <cstdint>
+#include <istream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct NpyArray {
 
 // Throws NpyError naming `path` on anything it cannot read exactly.
 NpyArray read_npy(const std::string& path);
+// The same from a seekable binary stream (what the path version reads through); `name` is the
+// file named in the errors. Refuses a shape whose data the stream does not hold before allocating.
+NpyArray read_npy(std::istream& in, const std::string& name);
 
 // Writes n = prod(shape) elements converted to `type` (to bf16/fp16 with round to nearest even;
 // exact for values already representable). Throws NpyError when the file cannot be written.

@@ -23,6 +23,8 @@ struct ResumeState {
 // header is neither this schema's nor an earlier one of its version, a row is malformed, or the CSV holds several seeds and no --seed
 // was given.
 ResumeState apply_resume(Invocation& inv);
+// The same on `contents`, the text of the CSV at `path` (what apply_resume reads through).
+ResumeState apply_resume_text(Invocation& inv, const std::string& contents, const std::string& path);
 
 // The identity of a case, comparable with resume_row_key of a CSV row.
 std::string resume_case_key(const Case& c);
