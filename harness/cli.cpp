@@ -26,6 +26,7 @@ po::options_description option_description() {
   auto s = [](const char* def) { return po::value<std::string>()->default_value(def); };
   d.add_options()
       ("help,h", "print this help")
+      ("plans", "list: every variant's launch plans, by stage, and (on a GPU) the device facts they read")
       ("suite", po::value<std::string>(), "suite file, or a name in suites/ (default: default)")
       ("grid", po::value<std::vector<std::string>>()->composing(),
        "a further set of flags expanded as its own grid (usually in suite files)")
@@ -40,6 +41,10 @@ po::options_description option_description() {
       ("K", s("64"), "key head dims")
       ("V", s("64"), "value head dims")
       ("chunk", s("64"), "chunk sizes (chunked variants only)")
+      ("plan", s("auto"), "launch plans to force (gdnbench list --plans names them): auto, or option names "
+                          "joined by '/' (e.g. stream/rows, two_level_pair); a variant whose plan cannot run "
+                          "the problem gives a SKIPPED row; with --variants auto only the variants that have "
+                          "the plan are picked")
       ("gate", s("on"), "on, off (off: no g tensor, DeltaNet)")
       ("delta", s("on"), "on, off (off: gated linear attention)")
       ("h0", s("off"), "on, off (initial state)")
@@ -238,6 +243,17 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   if (!(k_norm > 0.0 && k_norm < 1e6)) throw UsageError("--k-norm: must be positive and below 1e6");
   if (!(h0_scale > 0.0 && h0_scale < 1e30)) throw UsageError("--h0-scale: must be positive and below 1e30");
 
+  std::vector<std::string> plans = split_list(opt(vm, "plan"));
+  if (plans.empty()) throw UsageError("--plan: empty list");
+  for (const std::string& plan : plans) {
+    if (plan == "auto") continue;
+    if (split_plan_request(plan).empty()) throw UsageError(fmt::format("--plan: '{}' names no plan", plan));
+    const bool known = std::any_of(variant_plans().begin(), variant_plans().end(),
+                                   [&](const VariantPlans& vp) { return plan_request_applies(vp, plan); });
+    if (!known)
+      throw UsageError(fmt::format("--plan: no variant has the plan '{}' (gdnbench list --plans lists them)", plan));
+  }
+
   std::vector<std::pair<const VariantInfo*, bool>> variants;
   const std::string vtext = opt(vm, "variants");
   if (vtext == "auto") {
@@ -255,7 +271,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   double bound = 1.0;
   for (size_t n : {Bs.size(), Ts.size(), contexts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
                    dtypes.size(), gates.size(), deltas.size(), h0s.size(), gate_dists.size(),
-                   beta_dists.size(), variants.size(), frontends.size()})
+                   beta_dists.size(), variants.size(), frontends.size(), plans.size()})
     bound *= double(n);
   bound += double(cases.size());  // those of the grids before
   if (bound > double(kMaxCases))
@@ -277,8 +293,14 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       for (int64_t K : Ks) for (int64_t V : Vs)
       for (DType dt : dtypes) for (bool gate : gates) for (bool delta : deltas) for (bool h0 : h0s)
       for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists) for (bool fe : frontends)
+      for (const std::string& plan : plans)
       for (auto [variant, is_explicit] : variants)
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
+        // Picked by auto, a variant runs a forced plan only where it has one of that name.
+        if (!is_explicit && plan != "auto") {
+          const VariantPlans* vp = find_variant_plans(variant->name);
+          if (!vp || !plan_request_applies(*vp, plan)) break;
+        }
         if (!variant->uses_chunk && ci > 0) break;  // the chunk axis only multiplies chunked variants
         if (!gate && gd != gate_dists.front()) continue;  // no gate: the gate distribution is moot
         if (!delta && bd != beta_dists.front()) continue;  // no delta term: beta is unused
@@ -299,6 +321,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.context = context;
         p.seed = seed;
         p.frontend = fe;
+        p.plan = plan;
         cases.push_back({p, variant, is_explicit});
       }
     }
@@ -395,7 +418,10 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
     inv.command = "help";
     return inv;
   }
-  if (inv.command == "list") return inv;
+  if (inv.command == "list") {
+    inv.list_plans = cli_vm.count("plans") > 0;
+    return inv;
+  }
   if (inv.command == "ceilings") {
     inv.out_path = cli_vm["out"].defaulted() ? "reports/ceilings.csv" : opt(cli_vm, "out");
     inv.timing.l2_flush = parse_l2_flush_options(cli_vm);

@@ -33,6 +33,7 @@ struct Invocation {
   bool resume = false;      // --resume: keep the rows of --out, run only the cases it lacks
   int cpu_threads = 1;
   bool progress = true;
+  bool list_plans = false;  // list --plans
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
   bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
   RefMode attention_ref = RefMode::automatic;  // --attention-ref

@@ -1,5 +1,7 @@
 #include "harness/csv.h"
+#include "harness/noise.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -7,6 +9,8 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "harness/csv_read.h"
 
 namespace {
 
@@ -51,6 +55,7 @@ const std::vector<Column>& columns() {
       {"backend", [](const M&, const R& r) { return r.backend; }},
       {"precision", [](const M&, const R& r) { return r.precision; }},
       {"plan", [](const M&, const R& r) { return r.plan; }},
+      {"plan_forced", [](const M&, const R& r) { return r.problem.plan == "auto" ? std::string() : r.problem.plan; }},
       {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
       {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
       {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},
@@ -108,6 +113,9 @@ const std::vector<Column>& columns() {
       {"time_p20_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p20_ms); }},
       {"time_p80_ms", [](const M&, const R& r) { return timing(r, &TimingStats::p80_ms); }},
       {"time_cv", [](const M&, const R& r) { return timing(r, &TimingStats::cv); }},
+      {"time_noisy", [](const M&, const R& r) {
+         return r.timing ? std::string(timing_noisy(r.timing->cv) ? "yes" : "no") : std::string();
+       }},
       {"timer", [](const M&, const R& r) { return r.timing ? r.timing->timer : std::string(); }},
       {"l2_flush", [](const M&, const R& r) { return r.timing ? r.timing->l2_flush : std::string(); }},
       {"flops", [](const M&, const R& r) { return num(r.flops); }},
@@ -171,7 +179,10 @@ CsvWriter::CsvWriter(std::string path, RunMeta meta)
     : CsvWriter(std::move(path), std::move(meta), csv_header_line()) {}
 
 CsvWriter::CsvWriter(std::string path, RunMeta meta, std::string existing)
-    : path_(std::move(path)), meta_(std::move(meta)), contents_(std::move(existing)) {
+    : CsvWriter(OutputFile(std::move(path)), std::move(meta), std::move(existing)) {}
+
+CsvWriter::CsvWriter(OutputFile file, RunMeta meta, std::string existing)
+    : file_(std::move(file)), meta_(std::move(meta)), contents_(std::move(existing)) {
   if (contents_.empty()) contents_ = csv_header_line();
   if (contents_.back() != '\n') contents_ += '\n';
   flush_to_disk();
@@ -182,15 +193,21 @@ void CsvWriter::append(const ResultRow& row) {
   flush_to_disk();
 }
 
-void CsvWriter::flush_to_disk() const {
-  const std::string tmp = path_ + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
-    f << contents_;
-    f.flush();
-    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+void CsvWriter::flush_to_disk() { file_.replace(contents_); }
+
+void CsvWriter::check_appendable(const std::string& text) {
+  if (text.empty() || text.back() != '\n') throw std::runtime_error("it does not end with a line end (cut short?)");
+  const std::vector<std::vector<std::string>> records = parse_csv_text(text);
+  if (records.empty() || records.front() != csv_columns())
+    throw std::runtime_error(fmt::format("it does not have the CSV header of schema v{} that this gdnbench writes",
+                                         kCsvSchemaVersion));
+  const std::vector<std::string>& header = records.front();
+  const size_t version = size_t(std::find(header.begin(), header.end(), "schema_version") - header.begin());
+  for (size_t r = 1; r < records.size(); ++r) {
+    if (records[r].size() != header.size())
+      throw std::runtime_error(fmt::format("row {} has {} fields, the header {}", r, records[r].size(), header.size()));
+    if (version < header.size() && records[r][version] != std::to_string(kCsvSchemaVersion))
+      throw std::runtime_error(fmt::format("row {} has schema_version '{}', not {}", r, records[r][version],
+                                           kCsvSchemaVersion));
   }
-  if (std::rename(tmp.c_str(), path_.c_str()) != 0)
-    throw std::runtime_error(fmt::format("cannot rename '{}' to '{}'", tmp, path_));
 }

@@ -44,6 +44,17 @@ int device_sm_count() {
   return sms;
 }
 
+// The SMs where there is a device; without one (the shape checks of tests/test_plans.cpp), 0: the
+// workspace is then sized for one split, and the memory check has no device to compare with.
+int device_sm_count_or_zero() {
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device)) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
+}
+
 int decode_splits_for(const Problem& p) {
   return attn_decode_num_splits(p.shape.B, p.shape.HV, p.context + 1, device_sm_count());
 }
@@ -142,7 +153,8 @@ std::optional<std::string> attn_decode_unsupported(const Problem& p) {
                        gib_text(host_need), gib_text(host_total));
   const double e = double(dtype_bytes(p.dtype));
   const double need = e * (2.0 * cache_elems + double(2 * s.qk_elems() + 2 * s.v_elems())) +
-                      double(attn_decode_workspace_bytes(decode_params_for(p, decode_splits_for(p))));
+                      double(attn_decode_workspace_bytes(decode_params_for(
+                          p, attn_decode_num_splits(s.B, s.HV, p.context + 1, device_sm_count_or_zero()))));
   return device_memory_shortfall(need, "KV cache, q, k, v, o and split partials");
 }
 

@@ -44,7 +44,11 @@ std::vector<float> bytes_to_floats(const std::vector<unsigned char>& bytes, DTyp
 // a, b, A_log, dt_bias; and o.
 class CudaFrontEndRun : public CudaRunBase {
  protected:
-  CudaFrontEndRun(const Problem& p, const HostInputs& in) : dtype_(p.dtype) {
+  CudaFrontEndRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan) : dtype_(p.dtype) {
+    params_.scan_groups = plan.scan_groups;
+    params_.fused_conv_output = plan.fused_conv_output;
+    params_.decode_state = plan.decode.state;
+    params_.decode_fe = plan.decode.fe;
     const FrontEndHost& fe = in.fe;
     const std::vector<float>* xs[3] = {&fe.x_q, &fe.x_k, &fe.x_v};
     const std::vector<float>* ws[3] = {&fe.w_q, &fe.w_k, &fe.w_v};
@@ -84,7 +88,8 @@ class CudaFrontEndRun : public CudaRunBase {
 // workspace (unfused: q, k, v, g, beta + wy_ut's; fused: wy_ut's + the normalised k).
 class ForwardRun final : public CudaFrontEndRun {
  public:
-  ForwardRun(const Problem& p, const HostInputs& in, bool fused) : CudaFrontEndRun(p, in), fused_(fused) {
+  ForwardRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan, bool fused)
+      : CudaFrontEndRun(p, in, plan), fused_(fused) {
     const GdnShape& s = p.shape;
     for (int t = 0; t < 3; ++t) {
       cache_elems_[t] = s.B * cache_row_elems(s, t);
@@ -99,8 +104,8 @@ class ForwardRun final : public CudaFrontEndRun {
     ht_elems_ = s.state_elems();
     hT_ = allocate(size_t(ht_elems_) * 4);
     params_.hT = hT_.as<float>();
-    workspace_ = allocate(fused ? gdn_fused_conv_workspace_bytes(s, p.dtype)
-                                : gdn_frontend_unfused_workspace_bytes(s, p.dtype));
+    workspace_ = allocate(fused ? gdn_fused_conv_workspace_bytes(s, p.dtype, plan.scan_groups)
+                                : gdn_frontend_unfused_workspace_bytes(s, p.dtype, plan.scan_groups));
   }
   void poison_outputs() override {
     poison(o_, o_elems_, dtype_);
@@ -131,8 +136,8 @@ class ForwardRun final : public CudaFrontEndRun {
 // b at slots[b]; slots no sequence uses hold the poison, so reading a wrong slot fails.
 class DecodeRun final : public CudaFrontEndRun {
  public:
-  DecodeRun(const Problem& p, const HostInputs& in, bool state_bf16)
-      : CudaFrontEndRun(p, in), state_dtype_(state_bf16 ? DType::bf16 : DType::f32) {
+  DecodeRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan, bool state_bf16)
+      : CudaFrontEndRun(p, in, plan), state_dtype_(state_bf16 ? DType::bf16 : DType::f32) {
     const GdnShape& s = p.shape;
     pool_slots_ = decode_pool_slots(s.B);
     slots_ = decode_slots(s.B, p.seed);
@@ -237,8 +242,8 @@ std::optional<std::string> unfused_conv_unsupported(const Problem& p) {
   return device_memory_shortfall(need, "q, k, v, g, beta and wy_ut's workspace");
 }
 
-std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<ForwardRun>(p, in, false);
+std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<ForwardRun>(p, in, ctx.plan, false);
 }
 
 std::optional<std::string> fused_conv_unsupported(const Problem& p) {
@@ -249,8 +254,8 @@ std::optional<std::string> fused_conv_unsupported(const Problem& p) {
   return device_memory_shortfall(need, "projections, wy_ut's workspace and the normalised k");
 }
 
-std::unique_ptr<VariantRun> create_fused_conv(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<ForwardRun>(p, in, true);
+std::unique_ptr<VariantRun> create_fused_conv(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<ForwardRun>(p, in, ctx.plan, true);
 }
 
 std::optional<std::string> fused_decode_unsupported(const Problem& p) {
@@ -264,11 +269,11 @@ std::optional<std::string> fused_decode_unsupported(const Problem& p) {
   return device_memory_shortfall(need, "state and conv cache pools, front-end rows");
 }
 
-std::unique_ptr<VariantRun> create_fused_decode(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<DecodeRun>(p, in, false);
+std::unique_ptr<VariantRun> create_fused_decode(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<DecodeRun>(p, in, ctx.plan, false);
 }
 
 std::unique_ptr<VariantRun> create_fused_decode_bf16state(const Problem& p, const HostInputs& in,
-                                                          const RunContext&) {
-  return std::make_unique<DecodeRun>(p, in, true);
+                                                          const RunContext& ctx) {
+  return std::make_unique<DecodeRun>(p, in, ctx.plan, true);
 }

@@ -69,13 +69,6 @@ struct GraphExec {
 
 bool cuda_compiled() { return true; }
 
-std::string kernel_build_flags() {
-  std::string flags = gdn_decode_build_flags();
-  const std::string wy_ut = gdn_wy_ut_build_flags();
-  if (!wy_ut.empty()) flags += (flags.empty() ? "" : ",") + wy_ut;
-  return flags;
-}
-
 GpuInfo query_gpu() {
   GpuInfo info;
   int count = 0;
@@ -147,6 +140,7 @@ TimingStats time_gpu_run(VariantRun& run, const TimingConfig& cfg) {
   int sms = 0;  // the clean flush's read grid
   if (cfg.l2_flush == L2Flush::clean) CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   for (int i = 0;; ++i) {
+    stop_if_interrupted();  // between samples: nothing of a sample is in flight here
     if (cfg.l2_flush != L2Flush::off) CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xFF, flush.bytes(), stream));
     if (cfg.l2_flush == L2Flush::clean) {
       l2_read_all_kernel<<<8 * sms, 256, 0, stream>>>(static_cast<const uint4*>(flush.get()),

@@ -15,7 +15,7 @@ class CudaGdnRun : public CudaRunBase {
  public:
   using Launcher = int (*)(const GdnParams&, void* workspace, cudaStream_t);
   using WorkspaceBytes = size_t (*)(const GdnParams&);
-  CudaGdnRun(const Problem& p, const HostInputs& in, Launcher launcher,
+  CudaGdnRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan, Launcher launcher,
              WorkspaceBytes workspace_bytes = nullptr)
       : launcher_(launcher) {
     const GdnShape& s = p.shape;
@@ -43,6 +43,8 @@ class CudaGdnRun : public CudaRunBase {
     params_.scale = float(p.resolved_scale());
     params_.use_delta = p.use_delta;
     params_.chunk = p.chunk;
+    params_.recurrent_form = plan.recurrent_form;
+    params_.scan_groups = plan.scan_groups;
     if (workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
   }
   void poison_outputs() override {
@@ -119,8 +121,8 @@ class AttnNaiveRun : public CudaRunBase {
 }  // namespace
 
 
-std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_recurrent);
+std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_recurrent);
 }
 
 namespace {
@@ -160,8 +162,8 @@ std::optional<std::string> chunked_unsupported(const Problem& p) {
   return gdn_memory_shortfall(p, gdn_chunked_workspace_bytes, "float32 intermediates of every chunk");
 }
 
-std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_chunked, gdn_chunked_workspace_bytes);
+std::unique_ptr<VariantRun> create_chunked(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_chunked, gdn_chunked_workspace_bytes);
 }
 
 std::optional<std::string> wy_ut_unsupported(const Problem& p) {
@@ -175,8 +177,8 @@ std::optional<std::string> wy_ut_unsupported(const Problem& p) {
   return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
 }
 
-std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext&) {
-  return std::make_unique<CudaGdnRun>(p, in, launch_gdn_wy_ut,
+std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext& ctx) {
+  return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_wy_ut,
                                       static_cast<size_t (*)(const GdnParams&)>(gdn_wy_ut_workspace_bytes));
 }
 

@@ -154,18 +154,43 @@ void dump_problem(const Problem& p, const std::string& dir) {
   if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", path("manifest.json")));
 }
 
-DumpedProblem read_dump(const std::string& dir) {
+// The deepest nesting of [ and { outside strings. property_tree's JSON parser recurses once per
+// level, so a file of a few ten thousand '[' would overflow the stack: such text is refused first.
+static size_t json_nesting(const std::string& text) {
+  size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+DumpManifest parse_dump_manifest(const std::string& text, const std::string& manifest) {
   namespace pt = boost::property_tree;
-  const std::string manifest = (fs::path(dir) / "manifest.json").string();
-  if (!fs::is_regular_file(manifest))
-    throw UsageError(fmt::format("check: no '{}' (make the directory with gdnbench dump)", manifest));
+  constexpr size_t kMaxNesting = 64;  // gdnbench dump writes 2 levels
+  if (json_nesting(text) > kMaxNesting)
+    throw UsageError(fmt::format("check: {}: not valid JSON (nested deeper than {} levels)", manifest, kMaxNesting));
   pt::ptree m;
   try {
-    pt::read_json(manifest, m);
+    std::istringstream in(text);
+    pt::read_json(in, m);
+  } catch (const pt::file_parser_error& e) {  // worded as read_json of the file would
+    const std::string where = e.line() > 0 ? fmt::format("{}({})", manifest, e.line()) : manifest;
+    throw UsageError(fmt::format("check: {}: not valid JSON ({}: {})", manifest, where, e.message()));
   } catch (const pt::ptree_error& e) {
     throw UsageError(fmt::format("check: {}: not valid JSON ({})", manifest, e.what()));
   }
-  DumpedProblem d;
+  DumpManifest d;
   Problem& p = d.problem;
   try {
     if (m.get<std::string>("format") != "gdnbench-dump" || m.get<int>("version") != kDumpVersion)
@@ -195,9 +220,26 @@ DumpedProblem read_dump(const std::string& dir) {
     if (x <= 0 || x > 2147483647) throw UsageError(fmt::format("check: {}: sizes must be positive ints", manifest));
   if (s.HV % s.H != 0) throw UsageError(fmt::format("check: {}: HV is not a multiple of H", manifest));
   if (!(p.scale > 0) || !std::isfinite(p.scale)) throw UsageError(fmt::format("check: {}: scale must be positive", manifest));
+  for (const char* key : {"q", "k", "v", "g", "beta", "h0"})
+    d.files[key] = m.get<std::string>(std::string("files.") + key, "");
+  return d;
+}
 
+DumpedProblem read_dump(const std::string& dir) {
+  const std::string manifest = (fs::path(dir) / "manifest.json").string();
+  if (!fs::is_regular_file(manifest))
+    throw UsageError(fmt::format("check: no '{}' (make the directory with gdnbench dump)", manifest));
+  std::ifstream mf(manifest, std::ios::binary);
+  if (!mf) throw UsageError(fmt::format("check: {}: not valid JSON ({}: cannot open file)", manifest, manifest));
+  std::ostringstream text;
+  text << mf.rdbuf();
+  const DumpManifest m = parse_dump_manifest(text.str(), manifest);
+  DumpedProblem d;
+  d.problem = m.problem;
+  const Problem& p = d.problem;
+  const GdnShape& s = p.shape;
   const auto file = [&](const char* key) {
-    const std::string name = m.get<std::string>(std::string("files.") + key, "");
+    const std::string& name = m.files.at(key);
     if (name.empty()) throw UsageError(fmt::format("check: {}: files.{} missing", manifest, key));
     return name;
   };
@@ -380,24 +422,32 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
 
   if (f.values.count("--csv")) {
     const std::string out = f.values.at("--csv");
+    // Claimed (a regular file or none, locked), then read and validated whole under the lock: a
+    // file cut short or of another schema is refused and left as it is, not appended to.
+    std::optional<OutputFile> file;
     std::string existing;
-    if (fs::exists(out)) {
-      std::ifstream in(out, std::ios::binary);
-      std::ostringstream s;
-      s << in.rdbuf();
-      existing = s.str();
-      if (!existing.empty() && existing.compare(0, existing.find('\n') + 1, csv_header_line()) != 0)
-        throw UsageError(fmt::format("check: --csv: '{}' has another header than this gdnbench writes", out));
+    try {
+      file.emplace(out, true);
+      existing = file->read_existing();
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("check: --csv: {}", e.what()));
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("check: --csv: cannot write '{}' ({})", out, e.what()));
+    }
+    if (!existing.empty()) {
+      try {
+        CsvWriter::check_appendable(existing);
+      } catch (const std::exception& e) {
+        throw UsageError(fmt::format("check: --csv: '{}' is not a gdnbench CSV of schema v{} to append to: {}", out,
+                                     kCsvSchemaVersion, e.what()));
+      }
     }
     meta.command = "check";
     meta.suite = opt.dir;
     meta.seed = p.seed;
     meta.run_id = fmt::format("{}-{:x}", meta.timestamp, p.seed);
     try {
-      const fs::path parent = fs::path(out).parent_path();
-      std::error_code ec;
-      if (!parent.empty()) fs::create_directories(parent, ec);
-      CsvWriter w(out, meta, existing);
+      CsvWriter w(std::move(*file), meta, existing);
       w.append(row);
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("check: --csv: {}", e.what()));

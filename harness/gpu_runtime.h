@@ -23,9 +23,6 @@ struct GpuInfo {
 };
 
 bool cuda_compiled();
-// The CUDA kernels' build knobs that differ from their defaults ("" in a default build, and
-// without CUDA).
-std::string kernel_build_flags();
 GpuInfo query_gpu();
 // Events on the run's stream, L2 flushed before each sample when asked (DESIGN.md section 4).
 TimingStats time_gpu_run(VariantRun& run, const TimingConfig& cfg);

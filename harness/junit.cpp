@@ -1,9 +1,10 @@
 #include "harness/junit.h"
 
-#include <fstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "harness/output_file.h"
 
 namespace {
 std::string xml_escape(const std::string& s) {
@@ -56,7 +57,10 @@ std::string junit_xml(const std::string& suite_name, const std::vector<ResultRow
 }
 
 void write_junit(const std::string& path, const std::string& suite_name, const std::vector<ResultRow>& rows) {
-  std::ofstream f(path, std::ios::trunc);
-  f << junit_xml(suite_name, rows);
-  if (!f) throw std::runtime_error(fmt::format("cannot write JUnit XML to '{}'", path));
+  OutputFile out(path);  // refused when not a regular file; locked; a temporary file and a rename
+  try {
+    out.replace(junit_xml(suite_name, rows));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("cannot write JUnit XML to '{}' ({})", path, e.what()));
+  }
 }

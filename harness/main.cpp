@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "harness/external.h"
 #include "harness/gpu_runtime.h"
 #include "harness/junit.h"
+#include "harness/output_file.h"
 #include "harness/report.h"
 #include "harness/resume.h"
 #include "harness/runner.h"
@@ -38,11 +40,11 @@ std::string host_name() {
 
 std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta,
                                     const std::string& existing) {
-  namespace fs = std::filesystem;
+  // Refused (not a regular file) or in use (another run holds its lock): one line, exit 2, the file untouched.
   try {
-    const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty()) fs::create_directories(parent);
-    return std::make_unique<CsvWriter>(path, meta, existing);
+    return std::make_unique<CsvWriter>(OutputFile(path, true), meta, existing);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--out: {}", e.what()));
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("--out: cannot write '{}' ({})", path, e.what()));
   }
@@ -50,6 +52,15 @@ std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta
 
 int run_ceilings(const GpuInfo& gpu, const std::string& out_path, L2Flush l2_flush) {
   if (!gpu.available) throw std::runtime_error("ceilings need a CUDA device: " + gpu.why_not);
+  // Claimed before measuring: a path that is refused or in use fails at once.
+  std::optional<OutputFile> out;
+  try {
+    out.emplace(out_path, true);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--out: {}", e.what()));
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--out: cannot write '{}' ({})", out_path, e.what()));
+  }
   TimingConfig cfg;
   cfg.min_samples = 20;
   cfg.l2_flush = l2_flush;
@@ -73,23 +84,39 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path, L2Flush l2_flu
     csv += fmt::format("{},{},{:.2f},{},{:.5f},{:.5f},{:.4f},{},{},{}\n", csv_escape(gpu.name), l.what,
                        l.value, l.unit, l.t.median_ms, l.t.min_ms, l.t.cv, l.t.samples, size, l.t.l2_flush);
   }
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::path(out_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  std::FILE* f = std::fopen(out_path.c_str(), "w");
-  if (!f) throw UsageError(fmt::format("--out: cannot write '{}'", out_path));
-  std::fputs(csv.c_str(), f);
-  std::fclose(f);
+  try {
+    out->replace(csv);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--out: cannot write '{}' ({})", out_path, e.what()));
+  }
   fmt::print("wrote {}\n", out_path);
   return 0;
 }
 
-// The source's sha (GDNBENCH_GIT_SHA in the environment overrides the one built in) with the
-// kernels' non-default build knobs.
+// The source's sha (GDNBENCH_GIT_SHA in the environment overrides the one built in). No build
+// knob chooses a kernel (kernels/launch_plans.h), so the sha names the code that ran.
 std::string rows_git_sha() {
   const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
-  return sha_with_build_flags(env_sha ? env_sha : GDNBENCH_GIT_SHA, kernel_build_flags());
+  return env_sha ? env_sha : GDNBENCH_GIT_SHA;
+}
+
+// The facts the plans read of this GPU, at the production shapes (tests/test_plans.cpp keeps the
+// H200's).
+void print_plan_device_facts(std::FILE* out) {
+  Problem p;
+  p.dtype = DType::bf16;
+  for (int64_t K : {64, 128, 256}) {
+    p.shape = GdnShape{1, 4096, 32, 32, K, 128};
+    const PlanDevice d = plan_device_for("wy_ut", p);
+    fmt::print(out, "device facts: sms {} wy_ut_scan_resident[K={}] {}\n", d.sms, K,
+               d.wy_ut_scan_resident[K == 64 ? 0 : K == 128 ? 1 : 2]);
+  }
+  for (int64_t T : {1, 2, 8}) {
+    p.shape = GdnShape{64, T, 32, 32, 128, 128};
+    const PlanDevice d = plan_device_for("fused_decode_bf16state", p);
+    fmt::print(out, "device facts: T {} K = V = 128 decode_fe_row_resident {} decode_stream_per_sm {}\n", T,
+               d.decode_fe_row_resident, d.decode_stream_per_sm);
+  }
 }
 
 int run_main(const std::vector<std::string>& args) {
@@ -112,7 +139,12 @@ int run_main(const std::vector<std::string>& args) {
     return 0;
   }
   if (inv.command == "list") {
-    print_registry(stdout);
+    if (!inv.list_plans) {
+      print_registry(stdout);
+      return 0;
+    }
+    print_plans(stdout);
+    if (gpu.available) print_plan_device_facts(stdout);
     return 0;
   }
 

@@ -2,10 +2,9 @@
 #include <stdexcept>
 
 #include "harness/gpu_runtime.h"
+#include "harness/plans.h"
 
 bool cuda_compiled() { return false; }
-
-std::string kernel_build_flags() { return ""; }
 
 GpuInfo query_gpu() {
   GpuInfo info;
@@ -24,3 +23,6 @@ void poison_device_buffer(void*, int64_t, DType, void*) {
 Ceilings measure_ceilings(const TimingConfig&, int64_t, int64_t) {
   throw std::runtime_error("built without CUDA: no ceilings to measure");
 }
+
+// The CPU variants' plans read nothing of a device; no CUDA variant is registered here.
+PlanDevice plan_device_for(const std::string&, const Problem&) { return PlanDevice{}; }

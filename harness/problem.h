@@ -49,6 +49,9 @@ struct Problem {
   // kernel runs the short conv, SiLU, L2 norm and gates itself (DESIGN.md section 1, "Fused front
   // end"), and returns the final conv caches too. gate_dist, beta_dist and k_norm do not apply.
   bool frontend = false;
+  // --plan: the plan to force (harness/plans.h, kernels/launch_plans.h); "auto": the variant's
+  // own choice. Not part of the inputs: the same inputs and reference serve every plan.
+  std::string plan = "auto";
 
   double resolved_scale() const;
   // Inputs and reference depend on these fields only (not on chunk): problems with equal keys

@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "harness/claims.h"
 #include "harness/cli.h"
+#include "harness/output_file.h"
 #include "harness/report.h"
 
 namespace {
@@ -74,6 +76,17 @@ int run_report(const std::vector<std::string>& args) {
   }
   if (files.empty())
     throw UsageError("report: no CSV given; usage: gdnbench report A.csv [B.csv ...] [--out report.md]");
+  // --out is claimed before any work: refused when not a regular file, locked while the report is made.
+  std::optional<OutputFile> out_file;
+  if (!out.empty()) {
+    try {
+      out_file.emplace(out, true);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("report: --out: {}", e.what()));
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("report: --out: cannot write '{}' ({})", out, e.what()));
+    }
+  }
   std::vector<CsvTable> tables;
   for (const std::string& f : files) tables.push_back(read_gdnbench_csv(f, report_required_columns()));
 
@@ -120,13 +133,11 @@ int run_report(const std::vector<std::string>& args) {
     fmt::print("{}", md);
     return 0;
   }
-  std::error_code ec;
-  const fs::path parent = fs::path(out).parent_path();
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  std::FILE* f = std::fopen(out.c_str(), "w");
-  if (!f) throw UsageError("report: --out: cannot write '" + out + "'");
-  std::fputs(md.c_str(), f);
-  std::fclose(f);
+  try {
+    out_file->replace(md);
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("report: --out: cannot write '{}' ({})", out, e.what()));
+  }
   fmt::print("wrote {}\n", out);
   return 0;
 }

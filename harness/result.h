@@ -12,13 +12,6 @@
 enum class Status { pass, fail, skipped };
 const char* status_name(Status s);
 
-// The git_sha written into CSV rows: the source's sha, then "+" and the kernels' build knobs
-// that differ from their defaults (kernel_build_flags()), if any, so that rows from a
-// measurement build cannot pass for the source's default build.
-inline std::string sha_with_build_flags(const std::string& sha, const std::string& flags) {
-  return flags.empty() ? sha : sha + "+" + flags;
-}
-
 struct RunMeta {
   std::string run_id;     // timestamp + seed, shared by every row of one invocation
   std::string timestamp;  // UTC, ISO 8601

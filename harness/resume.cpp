@@ -15,7 +15,7 @@ namespace {
 const std::vector<std::string>& key_columns() {
   static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "context", "H", "HV", "K", "V", "frontend",
                                                  "chunk", "gate", "delta", "h0", "gate_dist",
-                                                 "beta_dist", "distributions", "scale", "seed"};
+                                                 "beta_dist", "distributions", "scale", "seed", "plan_forced"};
   return names;
 }
 
@@ -110,13 +110,16 @@ std::string resume_case_key(const Case& c) {
 }
 
 ResumeState apply_resume(Invocation& inv) {
-  ResumeState st;
-  const std::string& path = inv.out_path;
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return st;  // no CSV yet: a fresh run
+  std::ifstream f(inv.out_path, std::ios::binary);
+  if (!f) return ResumeState{};  // no CSV yet: a fresh run
   std::ostringstream text;
   text << f.rdbuf();
-  st.contents = text.str();
+  return apply_resume_text(inv, text.str(), inv.out_path);
+}
+
+ResumeState apply_resume_text(Invocation& inv, const std::string& contents, const std::string& path) {
+  ResumeState st;
+  st.contents = contents;
   if (st.contents.empty()) return st;
 
   const std::vector<std::vector<std::string>> records =

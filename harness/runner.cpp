@@ -38,6 +38,17 @@ std::optional<std::string> frontend_applicability(const VariantInfo& v, const Pr
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<std::string> problem_skip_reason(const VariantInfo& v, const Problem& p) {
+  if (auto why = frontend_applicability(v, p)) return why;
+  if (v.family == Family::attention)
+    if (auto why = attention_applicability(p)) return why;
+  return v.unsupported(p);
+}
+
+namespace {
+
 // What breaks the finiteness rules of a tensor (harness/metrics.h, docs/TOLERANCES.md).
 std::string finite_problem(const char* what, const TensorMetrics& m, DType dtype) {
   std::string text = fmt::format("{}: {} non-finite, {} unwritten", what, m.nan_count, m.unwritten);
@@ -76,12 +87,37 @@ void check_determinism(const VariantInfo& v, VariantRun& run, const RunOutputs& 
 
 namespace {
 std::atomic<bool> g_interrupted{false};
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+std::atomic<bool> g_handlers_installed{false};
+
+void set_interrupt_action(void (*handler)(int)) {
+  struct sigaction sa {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  // Both blocked while the handler runs: a second signal is taken only once the default is back.
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Async-signal-safe: an atomic store and sigaction. The default action from now on, so a second
+// SIGINT or SIGTERM ends the process at once.
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+  set_interrupt_action(SIG_DFL);
+}
+
+// After the cases: a signal now ends the process (the CSV is complete or was already cut short).
+void restore_default_interrupt_actions() {
+  if (g_handlers_installed.exchange(false)) set_interrupt_action(SIG_DFL);
+}
 }  // namespace
 
 void install_interrupt_handlers() {
-  std::signal(SIGINT, on_interrupt);
-  std::signal(SIGTERM, on_interrupt);
+  set_reference_cancel_flag(&g_interrupted);  // the float64 references stop between time steps
+  g_handlers_installed.store(true);
+  set_interrupt_action(on_interrupt);
 }
 
 bool interrupt_requested() { return g_interrupted.load(); }
@@ -121,9 +157,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   row.tol = tolerance_for(v.precision, c.problem.dtype);
 
   std::optional<std::string> skip = availability_problem(v, opt);
-  if (!skip) skip = frontend_applicability(v, c.problem);
-  if (!skip && !is_gdn) skip = attention_applicability(c.problem);
-  if (!skip) skip = v.unsupported(c.problem);
+  if (!skip) skip = problem_skip_reason(v, c.problem);
   if (skip) {
     row.status = Status::skipped;
     row.reason = *skip;
@@ -133,6 +167,19 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   try {
     RunContext ctx;
     ctx.cpu_threads = opt.cpu_threads;
+    // The plan: the variant's own choice on this device, or the forced one where it can run.
+    // (A variant outside the plan table, as tests build, has one path and no plan to force; every
+    // registered variant has an entry: tests/test_plans.cpp.)
+    const VariantPlans* plans = find_variant_plans(v.name);
+    PlanChoice plan;
+    if (plans) plan = plans->choose(c.problem, plan_device_for(v.name, c.problem), ctx.plan);
+    else if (c.problem.plan != "auto") plan.unsupported = fmt::format("--plan: {} has no plans", v.name);
+    if (!plan.unsupported.empty()) {
+      row.status = Status::skipped;
+      row.reason = plan.unsupported;
+      return row;
+    }
+    row.plan = plan.name();
     std::unique_ptr<VariantRun> run = v.create(c.problem, inputs, ctx);
     run->poison_outputs();
     run->launch();
@@ -288,7 +335,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   AttentionRef attn_ref;
   bool have_gdn_ref = false, have_attn_ref = false;
 
-  for (size_t i = 0; i < cases.size(); ++i) {
+  for (size_t i = 0; i < cases.size() && !summary.interrupted; ++i) {
     if (interrupt_requested()) {
       summary.interrupted = true;
       break;
@@ -303,38 +350,52 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
     }
     const bool runnable = !availability_problem(*c.variant, opt) &&
                           !frontend_applicability(*c.variant, c.problem) && !c.variant->unsupported(c.problem);
-    if (runnable && c.problem.input_key() != cached_key) {
-      cached_key = c.problem.input_key();
-      // The previous problem's tensors go first: those of a problem past 2^31 elements
-      // (suites/large.ini) fit in host memory once, not twice.
-      inputs = HostInputs{};
-      ref_in = RefInputsF64{};
-      gdn_ref = GdnRefOutputs{};
-      attn_ref = AttentionRef{};
-      inputs = make_inputs(c.problem);
-      ref_in = to_f64(inputs);
-      have_gdn_ref = have_attn_ref = false;
+    // A signal during the case abandons it: the references throw ReferenceCancelled, the sampling
+    // loops Interrupted (which run_case reports as an error row), and the row is not written.
+    try {
+      if (runnable && c.problem.input_key() != cached_key) {
+        cached_key = c.problem.input_key();
+        // The previous problem's tensors go first: those of a problem past 2^31 elements
+        // (suites/large.ini) fit in host memory once, not twice.
+        inputs = HostInputs{};
+        ref_in = RefInputsF64{};
+        gdn_ref = GdnRefOutputs{};
+        attn_ref = AttentionRef{};
+        inputs = make_inputs(c.problem);
+        ref_in = to_f64(inputs);
+        have_gdn_ref = have_attn_ref = false;
+      }
+      if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
+        gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                                    gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
+        have_gdn_ref = true;
+      }
+      if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
+          !attention_applicability(c.problem)) {
+        add_kv_cache(c.problem, inputs);  // generated only for attention: GDN ignores the context
+        attn_ref = attention_reference_rows_for(
+            c.problem, ref_in, attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),
+            opt.cpu_threads);
+        have_attn_ref = true;
+      }
+      ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);
+      if (interrupt_requested()) {
+        summary.interrupted = true;
+        break;
+      }
+      if (row.status == Status::pass) ++summary.passed;
+      else if (row.status == Status::fail) ++summary.failed;
+      else ++summary.skipped;
+      on_row(row);
+      summary.rows.push_back(std::move(row));
+    } catch (const ReferenceCancelled&) {
+      summary.interrupted = true;
+    } catch (const Interrupted&) {
+      summary.interrupted = true;
     }
-    if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
-      gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
-                                  gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
-      have_gdn_ref = true;
-    }
-    if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
-        !attention_applicability(c.problem)) {
-      add_kv_cache(c.problem, inputs);  // generated only for attention: GDN ignores the context
-      attn_ref = attention_reference_rows_for(
-          c.problem, ref_in, attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),
-          opt.cpu_threads);
-      have_attn_ref = true;
-    }
-    ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);
-    if (row.status == Status::pass) ++summary.passed;
-    else if (row.status == Status::fail) ++summary.failed;
-    else ++summary.skipped;
-    on_row(row);
-    summary.rows.push_back(std::move(row));
   }
+  if (interrupt_requested()) summary.interrupted = true;
+  restore_default_interrupt_actions();
   if (show_progress) fmt::print(stderr, "\n");
   return summary;
 }

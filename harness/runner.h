@@ -2,6 +2,7 @@
 // -> each variant verified (poisoned outputs) -> timed if it passed and timing is on -> CSV row.
 #pragma once
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "harness/reference_sample.h"
@@ -42,9 +43,18 @@ struct RunSummary {
   std::vector<ResultRow> rows;
 };
 
-// SIGINT and SIGTERM stop the run between cases (the case in flight finishes first).
+// SIGINT and SIGTERM stop the run: the flag is checked between cases, between timing samples
+// (stop_if_interrupted, harness/timing.h) and inside the float64 references (their cancel hook,
+// reference/gdn_reference.h). The case in flight is abandoned and writes no row; execute_cases
+// returns with RunSummary::interrupted. The first signal restores the default action of both, so
+// a second one ends the process at once. execute_cases puts the default actions back when it
+// returns: a signal after the cases ends the process too, so an interrupted run never exits 0.
 void install_interrupt_handlers();
 bool interrupt_requested();
+// Thrown where a long case notices the flag (the sampling loops); execute_cases catches it.
+struct Interrupted : std::runtime_error {
+  Interrupted() : std::runtime_error("interrupted (SIGINT or SIGTERM)") {}
+};
 
 // on_row is called after each case (the CSV writer appends there).
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
@@ -75,3 +85,6 @@ AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& 
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
 
 std::string cpu_model_name();
+// Why variant v cannot run problem p, its device aside (a front-end problem for a variant without
+// one, attention on a GDN-only configuration, the variant's own limits), or nullopt.
+std::optional<std::string> problem_skip_reason(const VariantInfo& v, const Problem& p);

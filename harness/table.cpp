@@ -14,6 +14,17 @@ void print_registry(std::FILE* out) {
                backend_name(v.backend), precision_name(v.precision), v.dtypes, v.shapes, v.summary);
 }
 
+void print_plans(std::FILE* out) {
+  fmt::print(out, "{:<24} {:<10} {:<26} {}\n", "variant", "stage", "option", "dtypes");
+  for (const VariantPlans& vp : variant_plans())
+    for (const PlanStage& st : vp.stages())
+      for (const PlanOption& o : st.options) {
+        std::string dtypes;
+        for (DType d : o.dtypes) dtypes += (dtypes.empty() ? "" : ",") + std::string(dtype_name(d));
+        fmt::print(out, "{:<24} {:<10} {:<26} {}\n", vp.variant, st.name, o.name, dtypes);
+      }
+}
+
 namespace {
 std::string sci(const TensorMetrics& m, double v) { return m.present ? fmt::format("{:.2e}", v) : "-"; }
 }  // namespace

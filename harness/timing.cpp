@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "harness/runner.h"
+
 namespace {
 double quantile_sorted(const std::vector<double>& s, double q) {
   if (s.empty()) return 0.0;
@@ -56,12 +58,20 @@ std::optional<L2Flush> parse_l2_flush(const std::string& text) {
   return std::nullopt;
 }
 
+void stop_if_interrupted() {
+  if (interrupt_requested()) throw Interrupted();
+}
+
 TimingStats time_cpu_run(VariantRun& run, const TimingConfig& cfg) {
   using clock = std::chrono::steady_clock;
-  for (int i = 0; i < cfg.warmup; ++i) run.launch();
+  for (int i = 0; i < cfg.warmup; ++i) {
+    stop_if_interrupted();
+    run.launch();
+  }
   std::vector<double> samples;
   const auto start = clock::now();
   for (;;) {
+    stop_if_interrupted();
     const auto t0 = clock::now();
     run.launch();
     const auto t1 = clock::now();

@@ -42,3 +42,7 @@ TimingStats summarize_samples(std::vector<double> samples_ms);
 bool sampling_done(const std::vector<double>& samples_ms, double elapsed_s, const TimingConfig& c);
 
 TimingStats time_cpu_run(VariantRun& run, const TimingConfig& cfg);
+// The sampling loops (time_cpu_run, and time_gpu_run in cuda_runtime.cu) call this between
+// samples: once SIGINT or SIGTERM arrived it throws Interrupted (harness/runner.h), so a long
+// timed case stops at the next sample instead of running to its end.
+void stop_if_interrupted();

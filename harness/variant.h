@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "harness/inputs.h"
+#include "harness/plans.h"
 #include "harness/problem.h"
 #include "harness/tolerance.h"
 
@@ -38,6 +39,7 @@ class VariantRun {
 
 struct RunContext {
   int cpu_threads = 1;
+  PlanLaunch plan;  // what the variant's plan chose for this problem (harness/plans.h)
 };
 
 struct VariantInfo {

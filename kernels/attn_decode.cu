@@ -254,13 +254,9 @@ const char* attn_decode_shape_unsupported(const AttnDecodeParams& p) {
 }
 
 int attn_decode_num_splits(int64_t B, int64_t H, int64_t L, int sm_count) {
-  const int64_t pairs = B * H > 0 ? B * H : 1;
-  const int64_t target_blocks = int64_t(sm_count > 0 ? sm_count : 1) * kBlocksPerSm * 4;
-  int64_t splits = (target_blocks + pairs - 1) / pairs;
-  const int64_t by_length = (L + kMinKeysPerSplit - 1) / kMinKeysPerSplit;
-  if (splits > by_length) splits = by_length;
-  if (splits > kMaxSplits) splits = kMaxSplits;
-  return int(splits < 1 ? 1 : splits);
+  // The plan (kernels/launch_plans.h) holds the rule, with this file's constants.
+  static_assert(kBlocksPerSm == 8 && kMinKeysPerSplit == 256 && kMaxSplits == 1024, "attn_decode_splits's constants");
+  return int(attn_decode_splits(B, H, L, sm_count));
 }
 
 size_t attn_decode_workspace_bytes(const AttnDecodeParams& p) {

@@ -138,10 +138,7 @@ dim3 decode_heads_grid(const GdnShape& s, int64_t x) {
 // Programmatic Dependent Launch of the state kernel (version 5): its state loads are issued while
 // the front end still runs. Build with -DGDNBENCH_DECODE_PDL=0 to compare without; the kernels are
 // correct either way (griddepcontrol.wait returns at once in a grid launched without the attribute).
-#ifndef GDNBENCH_DECODE_PDL
-#define GDNBENCH_DECODE_PDL 1
-#endif
-constexpr bool kDecodePdl = GDNBENCH_DECODE_PDL != 0;
+constexpr bool kDecodePdl = true;
 
 __device__ __forceinline__ void dec_cp_async_16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -342,7 +339,7 @@ gdn_decode_frontend_kernel(const GdnFrontEndParams p, float* fe, bool early_trig
 // Measured at B = 64, H = HV = 32, K = V = 128 (run 70): kernel 1 spends 9.7 of its 12.7 us
 // issuing instructions, 789 per warp, most of them addresses and bounds of 2-byte accesses.
 constexpr int kFeVecThreads = 128;
-constexpr int kFeVecMaxTokens = 4;  // tokens of the T > 1 instance
+constexpr int kFeVecMaxTokens = kDecodeFeVecMaxTokens;  // tokens of the T > 1 instance
 constexpr int kFeCachePieces = kConvCache * kFeVec * 2 / 16;  // a 16-bit conv cache's 16-byte pieces
 // Kernel 1v stores its rows and caches in whole 32-byte sectors (decode_warp_store_pieces) from
 // this many blocks per SM on, its stage in dynamic shared memory requested only then. Measured
@@ -637,6 +634,8 @@ using Lane64 = LaneConfig<4, 4>;
 using LaneWide = LaneConfig<4, 3>;
 using LaneNarrow = LaneConfig<2, 6>;
 using LaneOneWave = LaneConfig<4, 2>;
+static_assert(LaneOneWave::kWarps == kDecodeOneWaveWarps && LaneOneWave::kMinBlocks == kDecodeOneWaveBlocksPerSm,
+              "kernels/launch_plans.h sizes the one-wave grid with these");
 
 template <typename T, typename St, int kK, bool kFull, int kMaxWarps, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxWarps * 32, kMinBlocks)
@@ -829,10 +828,7 @@ struct DecodeQuad {
 
 // How many heads ahead in dispatch order a state block prefetches its successor's slice into L2
 // (version 15: kernels 2qf and 2q); 0 builds version 14.
-#ifndef GDNBENCH_DECODE_L2_AHEAD
-#define GDNBENCH_DECODE_L2_AHEAD 50
-#endif
-constexpr uint32_t kDecodeL2AheadHeads = GDNBENCH_DECODE_L2_AHEAD;
+constexpr uint32_t kDecodeL2AheadHeads = 50;
 
 // The float32 slice (K x V, contiguous) of head `ahead` into L2, unless its first block (of
 // `blocks_per_head`, dispatched in grid order) is among the first wave's `first_wave` blocks,
@@ -1116,7 +1112,7 @@ constexpr int kStreamK = 128;                // registers per column (rows past 
 
 // Slices per SM from which version 8 takes a bf16 pool (units = B x HV >= this x SMs); below it
 // the split-column kernel (at B = 16, H = HV = 32, 512 slices: split 0.0238 ms, stream 0.0253).
-constexpr int kDecodeStreamMinUnitsPerSm = 4;
+static_assert(kDecodeStreamMinUnitsPerSm == 4, "kernels/launch_plans.h: the stream takes 4 slices per SM");
 
 // The front end's rows of one slice, every token, in dynamic shared memory after the state
 // stages: q and k [T][2][kStreamK], v [T][kStreamThreads], the gates [T][2]; two such buffers,
@@ -1271,26 +1267,18 @@ cudaError_t decode_resident_blocks(Kernel kernel, int threads, size_t smem, std:
 // Batch rows per front-end block at T = 1 (kernel 1's kRows); T > 1 takes one row per block.
 constexpr int kFeRowsT1 = 4;
 
-// Whether kernel 1 takes kFeRowsT1 batch rows per block: at T = 1, when one row per block would
-// need more than two waves of blocks. Below that the one-row grid's blocks all run at once and
-// each does a quarter of the work (measured on the H200, run 32: at B = 8, H = HV = 32, four rows
-// per block were 8% slower, at B = 64 5-10% faster).
-// The answer depends only on the device and the block size, so it is asked once per (device,
-// block size) and kept: a decode step is launched once per token, and the two queries would
-// otherwise sit on its launch path every time.
+// Kernel 1's blocks resident at once at this shape's block size: the plan (decode_plan) takes
+// kFeRowsT1 batch rows per block at T = 1 where one row per block would need more than two waves
+// of them (measured on the H200, run 32: at B = 8, H = HV = 32, four rows per block were 8%
+// slower, at B = 64 5-10% faster). Asked once per (device, block size) and kept: a decode step is
+// launched once per token, and the query would otherwise sit on its launch path every time.
 template <typename T>
-cudaError_t decode_fe_takes_rows(const GdnFrontEndParams& p, bool& rows) {
-  rows = false;
-  if (p.shape.T != 1) return cudaSuccess;
+cudaError_t decode_fe_row_resident(const GdnShape& s, int64_t& resident) {
   constexpr int kSizes = kFeMaxThreads / 32;
   static std::atomic<int64_t> resident_cache[kSizes][kMaxDevices];  // [warps - 1]
-  const int threads = int(decode_fe_threads(p.shape));
-  int64_t resident = 0;
-  if (const cudaError_t e = decode_resident_blocks(gdn_decode_frontend_kernel<T, 1>, threads, 0,
-                                                   resident_cache[threads / 32 - 1], resident))
-    return e;
-  rows = (2 * p.shape.H + p.shape.HV) * p.shape.B > 2 * resident;
-  return cudaSuccess;
+  const int threads = int(decode_fe_threads(s));
+  return decode_resident_blocks(gdn_decode_frontend_kernel<T, 1>, threads, 0, resident_cache[threads / 32 - 1],
+                                resident);
 }
 
 // Kernel 1v's grid: the blocks of the q and k rows, then those of the v rows.
@@ -1306,23 +1294,6 @@ DecodeFeVecGrid decode_fe_vec_grid(const GdnShape& s) {
   return {qk, qk + blocks(s.B * s.HV, s.V)};
 }
 
-// Build with -DGDNBENCH_DECODE_FE_KERNEL=1 to keep kernel 1 everywhere, =2 to take kernel 1v
-// wherever it can run, whatever its grid (for measurements).
-#ifndef GDNBENCH_DECODE_FE_KERNEL
-#define GDNBENCH_DECODE_FE_KERNEL 0
-#endif
-constexpr int kDecodeFeKernel = GDNBENCH_DECODE_FE_KERNEL;
-
-// Whether kernel 1v takes a shape (measured against kernel 1 in run 71, H = HV = 32, K = V = 128):
-// whole 8-channel vectors; a 16-bit dtype (with float32 inputs, 90 registers and 5 blocks per SM,
-// it was 5% slower at B = 64); T <= kFeVecMaxTokens (its T = 8 instance, 145 registers, 3% slower);
-// a grid of at least half the SMs in blocks (B = 1: 12 blocks of 8 channels per thread, 3%
-// slower). At launch the tensors must be 16-byte aligned too.
-bool decode_fe_vector_shape(const GdnShape& s, DType dtype, int sms) {
-  if (kDecodeFeKernel == 1 || dtype == DType::f32) return false;
-  if (s.K % kFeVec != 0 || s.V % kFeVec != 0 || s.T > kFeVecMaxTokens) return false;
-  return kDecodeFeKernel == 2 || 2 * decode_fe_vec_grid(s).blocks >= sms;
-}
 // The vector front end's 16-byte accesses: projections, caches, taps and biases on 16-byte boundaries.
 bool decode_fe_inputs_aligned(const GdnFrontEndParams& p) {
   bool ok = true;
@@ -1330,12 +1301,6 @@ bool decode_fe_inputs_aligned(const GdnFrontEndParams& p) {
     ok = ok && aligned16(p.x[t]) && aligned16(p.cache_out[t]) && aligned16(p.conv_w[t]) &&
          aligned16(p.conv_bias[t]);  // nullptr: aligned
   return ok;
-}
-cudaError_t decode_fe_vector(const GdnFrontEndParams& p, bool& vector) {
-  int device = 0, sms = 0;
-  if (const cudaError_t e = decode_device(device, sms)) return e;
-  vector = decode_fe_vector_shape(p.shape, p.dtype, sms) && decode_fe_inputs_aligned(p);
-  return cudaSuccess;
 }
 
 template <typename T>
@@ -1355,7 +1320,7 @@ cudaError_t launch_decode_frontend_vec(const GdnFrontEndParams& p, float* fe, bo
           <<<blocks, kFeVecThreads, smem, stream>>>(p, fe, qk_blocks, whole_sectors, early_trigger);
     return cudaGetLastError();
   }
-  return cudaErrorInvalidValue;  // not taken: decode_fe_vector_shape refuses float32
+  return cudaErrorInvalidValue;  // not taken: the plan gives float32 inputs no vector front end
 }
 
 // Whether the front end lets the state kernel launch from its start (griddepcontrol.launch_dependents
@@ -1373,13 +1338,9 @@ template <typename T>
 cudaError_t launch_decode_frontend(const GdnFrontEndParams& p, float* fe, cudaStream_t stream,
                                    FeTrigger trigger = FeTrigger::early) {
   const bool early_trigger = trigger == FeTrigger::early;
-  bool vector = false;
-  if (const cudaError_t e = decode_fe_vector(p, vector)) return e;
-  if (vector) return launch_decode_frontend_vec<T>(p, fe, early_trigger, stream);
+  if (p.decode_fe == DecodeFeKernel::vector) return launch_decode_frontend_vec<T>(p, fe, early_trigger, stream);
   const unsigned heads = unsigned(2 * p.shape.H + p.shape.HV), threads = decode_fe_threads(p.shape);
-  bool rows = false;
-  if (const cudaError_t e = decode_fe_takes_rows<T>(p, rows)) return e;
-  if (rows) {
+  if (p.decode_fe == DecodeFeKernel::rows) {
     const dim3 fe_grid(heads, unsigned((p.shape.B + kFeRowsT1 - 1) / kFeRowsT1));
     gdn_decode_frontend_kernel<T, kFeRowsT1><<<fe_grid, threads, 0, stream>>>(p, fe, early_trigger);
   } else {
@@ -1513,164 +1474,110 @@ cudaError_t launch_decode_split(const GdnFrontEndParams& p, float* fe, cudaStrea
   return launch_after_front_end(kernel, grid, dim3(L::kWarps * 32), 0, stream, p, rows);
 }
 
-// Which state kernel takes a problem: K > 128 version 4's block kernel; a float32 pool version
-// 5's lane kernel (at K > 64 capped for 2 blocks per SM where its grid fits one wave of those,
-// else the quad kernel where decode_quad_shape holds, else in 2-warp blocks at T = 1 and 4-warp
-// blocks at T > 1: LaneConfig), but the quad kernel with the front end inside it wherever
-// decode_quad_fe_shape and decode_quad_shape hold, one-wave grids included; a bf16 pool version
-// 8's stream where it can run with enough slices, else the split-column kernel (runs 35-38 in
-// docs/perf-notes.md). Build with
-// -DGDNBENCH_DECODE_STATE_KERNEL=N to force one for K <= 128 in measurements: 1 lane, 2 split,
-// 3 stream (wherever it can run, any number of slices).
-#ifndef GDNBENCH_DECODE_STATE_KERNEL
-#define GDNBENCH_DECODE_STATE_KERNEL 0
-#endif
-constexpr int kDecodeStateKernel = GDNBENCH_DECODE_STATE_KERNEL;
-// -DGDNBENCH_DECODE_QUAD_FE=0: the quad kernel after the front-end kernel everywhere (version 13).
-#ifndef GDNBENCH_DECODE_QUAD_FE
-#define GDNBENCH_DECODE_QUAD_FE 1
-#endif
-constexpr bool kDecodeQuadFe = GDNBENCH_DECODE_QUAD_FE != 0;
-
-// The split-column and stream kernels are built for a bf16 pool only, unless a build forces one
-// (a float32 pool never takes them otherwise: fewer instances for nvcc to compile).
+// The split-column and stream kernels are built for a bf16 pool only: a float32 pool's plan never
+// takes them (fewer instances for nvcc to compile).
 template <typename St>
-constexpr bool kSplitAndStreamFor = sizeof(St) == 2 || kDecodeStateKernel != 0;
+constexpr bool kSplitAndStreamFor = sizeof(St) == 2;
 
-enum class DecodeStateKernel { lane, lane_narrow, lane_one_wave, split, stream, block, quad, quad_fe };
-const char* decode_state_kernel_name(DecodeStateKernel k) {
-  switch (k) {
-    case DecodeStateKernel::lane: return "lane";
-    case DecodeStateKernel::lane_narrow: return "lane_narrow";
-    case DecodeStateKernel::lane_one_wave: return "lane_one_wave";
-    case DecodeStateKernel::split: return "split";
-    case DecodeStateKernel::stream: return "stream";
-    case DecodeStateKernel::block: return "block";
-    case DecodeStateKernel::quad: return "quad";
-    case DecodeStateKernel::quad_fe: return "quad_fe";
-  }
-  return "?";
-}
-
-// The kernel, and for the stream its stages, persistent blocks (as many as are resident at
-// once: kStreamBlocksPerSm per SM at T = 1, fewer where T's rows take the shared memory) and
-// dynamic shared memory.
-struct DecodeStatePlan {
-  DecodeStateKernel kernel = DecodeStateKernel::lane;
+// The stream's launch shape: its stages, persistent blocks (as many as are resident at once:
+// kStreamBlocksPerSm per SM at T = 1, fewer where T's rows take the shared memory) and dynamic
+// shared memory.
+struct DecodeStreamLaunch {
   int stages = 0, blocks = 0;
   size_t smem = 0;
 };
 
-// Where the quad kernel takes a float32 pool's state at 64 < K <= 128 (outside one-wave grids): V a
-// multiple of 4 and the pool on a 16-byte boundary (its 16-byte accesses).
-bool decode_quad_shape(const GdnShape& s, const void* pool) { return s.V % 4 == 0 && aligned16(pool); }
-// Where the quad kernel runs the front end itself (gdn_decode_quad_fe_kernel), given a quad shape
-// whose front-end inputs are 16-byte aligned: one token, H = HV, K = V = 128, 16-bit inputs.
-template <typename T>
-bool decode_quad_fe_shape(const GdnShape& s) {
-  return kDecodeQuadFe && kDecodeFeKernel != 1 && sizeof(T) == 2 && s.T == 1 && s.H == s.HV &&
-         s.K == DecodeQuadFe::kK && s.V == DecodeQuadFe::kV;
-}
-
-// Version 8's conditions: K = 128, V <= 128, a slice a whole number of 16-byte copies, a pool
-// 16-byte aligned, and (unless forced) kDecodeStreamMinUnitsPerSm slices per SM. Sets plan to
-// the stream where they hold.
+// Stream blocks resident per SM at this T, asked once per device and kept: a decode step is
+// launched once per token. The opt-in that comes with the first question is to the shared memory
+// of the largest T, the same every time: an opt-in to this T's would lower a larger T's, asked
+// earlier, under its later launches.
 template <typename T, typename St>
-cudaError_t decode_stream_plan(const GdnShape& s, const void* pool, bool forced, DecodeStatePlan& plan) {
-  const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
-  if (s.K != kStreamK || s.V > kStreamThreads || slice_bytes % 16 != 0) return cudaSuccess;
-  if (!aligned16(pool)) return cudaSuccess;
-  int device = 0, sms = 0;
-  if (const cudaError_t e = decode_device(device, sms)) return e;
-  if (!forced && units < int64_t(kDecodeStreamMinUnitsPerSm) * sms) return cudaSuccess;
-  // Resident blocks per SM for each T, asked once per device and kept: a decode step is launched
-  // once per token. The opt-in that comes with the first question is to the shared memory of the
-  // largest T, the same every time: an opt-in to this T's would lower a larger T's, asked
-  // earlier, under its later launches.
-  static std::atomic<int> per_sm_cache[kMaxDevices][kDecodeMaxTokens + 1];  // 0: not asked yet
-  std::atomic<int>* cached = device >= 0 && device < kMaxDevices ? &per_sm_cache[device][s.T] : nullptr;
-  int per_sm = cached ? cached->load(std::memory_order_relaxed) : 0;
-  const size_t smem = stream_smem_bytes(int(s.T));
-  if (per_sm == 0) {
+cudaError_t decode_stream_per_sm(int64_t nt, int& per_sm) {
+  per_sm = 0;
+  if constexpr (kSplitAndStreamFor<St>) {
+    int device = 0, sms = 0;
+    if (const cudaError_t e = decode_device(device, sms)) return e;
+    static std::atomic<int> per_sm_cache[kMaxDevices][kDecodeMaxTokens + 1];  // 0: not asked yet
+    std::atomic<int>* cached = device >= 0 && device < kMaxDevices ? &per_sm_cache[device][nt] : nullptr;
+    per_sm = cached ? cached->load(std::memory_order_relaxed) : 0;
+    if (per_sm > 0) return cudaSuccess;
     const auto kernel = gdn_decode_stream_kernel<T, St>;
     const int most = int(stream_smem_bytes(int(kDecodeMaxTokens)));
     if (const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, most)) return e;
-    if (const cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kStreamThreads, smem))
+    if (const cudaError_t e =
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kStreamThreads, stream_smem_bytes(int(nt))))
       return e;
-    if (per_sm < 1) return cudaSuccess;
-    if (cached) cached->store(per_sm, std::memory_order_relaxed);
-  }
-  plan.kernel = DecodeStateKernel::stream;
-  plan.stages = int(std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes));
-  plan.blocks = int(std::min<int64_t>(units, int64_t(per_sm) * sms));
-  plan.smem = smem;
-  return cudaSuccess;
-}
-
-// fe_aligned: the front end's inputs on 16-byte boundaries (decode_fe_inputs_aligned).
-template <typename T, typename St>
-cudaError_t decode_state_plan(const GdnShape& s, const void* pool, DecodeStatePlan& plan, bool fe_aligned = true) {
-  plan = DecodeStatePlan{};
-  if (s.K > 128) {
-    plan.kernel = DecodeStateKernel::block;
-    return cudaSuccess;
-  }
-  if (kDecodeStateKernel == 0 && sizeof(St) == 4 && s.K > 64) {  // version 5 at kK = 128: which cap
-    int device = 0, sms = 0;
-    if (const cudaError_t e = decode_device(device, sms)) return e;
-    const dim3 grid = decode_lane_grid(s, LaneOneWave::kWarps);
-    if (decode_quad_shape(s, pool) && fe_aligned && decode_quad_fe_shape<T>(s))
-      plan.kernel = DecodeStateKernel::quad_fe;  // one launch, in any number of waves (runs 91-92)
-    else if (int64_t(grid.x) * grid.y * grid.z <= int64_t(LaneOneWave::kMinBlocks) * sms)
-      plan.kernel = DecodeStateKernel::lane_one_wave;
-    else if (decode_quad_shape(s, pool))
-      plan.kernel = DecodeStateKernel::quad;
-    else if (s.T == 1)
-      plan.kernel = DecodeStateKernel::lane_narrow;
-    return cudaSuccess;
-  }
-  if constexpr (kSplitAndStreamFor<St>) {
-    switch (kDecodeStateKernel) {
-      case 1: return cudaSuccess;
-      case 2: plan.kernel = DecodeStateKernel::split; return cudaSuccess;
-      case 3: return decode_stream_plan<T, St>(s, pool, true, plan);
-      default: break;
-    }
-    plan.kernel = DecodeStateKernel::split;
-    return decode_stream_plan<T, St>(s, pool, false, plan);
+    if (cached && per_sm > 0) cached->store(per_sm, std::memory_order_relaxed);
   }
   return cudaSuccess;
 }
 
-// Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream. The
-// plan has opted the kernel in to its shared memory.
+// The device facts decode_plan reads for this problem: the SMs, and the occupancy of the kernels
+// whose grids decide (asked only where the plan looks at them).
 template <typename T, typename St>
-cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, const DecodeStatePlan& plan,
-                                 cudaStream_t stream) {
-  int device = 0, sms = 0;
+cudaError_t decode_plan_device(const GdnShape& s, PlanDevice& dev) {
+  int device = 0;
+  if (const cudaError_t e = decode_device(device, dev.sms)) return e;
+  if (s.T == 1)
+    if (const cudaError_t e = decode_fe_row_resident<T>(s, dev.decode_fe_row_resident)) return e;
+  if (sizeof(St) == 2 && s.K == kStreamK && s.V <= kStreamThreads)
+    if (const cudaError_t e = decode_stream_per_sm<T, St>(s.T, dev.decode_stream_per_sm)) return e;
+  return cudaSuccess;
+}
+
+// The plan of p (decode_plan, kernels/launch_plans.h) with its forced kernels, in `planned`.
+template <typename T, typename St>
+cudaError_t decode_resolve_plan(const GdnFrontEndParams& p, GdnFrontEndParams& planned) {
+  planned = p;
+  PlanDevice dev;
+  if (const cudaError_t e = decode_plan_device<T, St>(p.shape, dev)) return e;
+  DecodePlanInputs in{p.shape, p.dtype, sizeof(St) == 2, aligned16(p.state), decode_fe_inputs_aligned(p)};
+  std::string why;
+  const DecodePlan plan = decode_plan(in, dev, DecodePlan{p.decode_state, p.decode_fe}, &why);
+  if (!why.empty()) return cudaErrorInvalidValue;  // a forced kernel that cannot run this problem
+  planned.decode_state = plan.state;
+  planned.decode_fe = plan.fe;
+  return cudaSuccess;
+}
+
+// Version 8 (gdn_decode_stream_kernel): the front end, then the persistent state stream, opted
+// in to its shared memory by decode_stream_per_sm.
+template <typename T, typename St>
+cudaError_t launch_decode_stream(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
+  int device = 0, sms = 0, per_sm = 0;
   if (const cudaError_t e = decode_device(device, sms)) return e;
-  const bool late = p.shape.B * p.shape.HV >= int64_t(kStreamLateTriggerUnitsPerSm) * sms;
+  if (const cudaError_t e = decode_stream_per_sm<T, St>(p.shape.T, per_sm)) return e;
+  if (per_sm < 1) return cudaErrorInvalidConfiguration;
+  const GdnShape& s = p.shape;
+  const int64_t slice_bytes = s.K * s.V * int64_t(sizeof(St)), units = s.B * s.HV;
+  DecodeStreamLaunch launch;
+  launch.stages = int(std::min<int64_t>(kStreamMaxStages, kStreamStateSmem / slice_bytes));
+  launch.blocks = int(std::min<int64_t>(units, int64_t(per_sm) * sms));
+  launch.smem = stream_smem_bytes(int(s.T));
+  const bool late = units >= int64_t(kStreamLateTriggerUnitsPerSm) * sms;
   if (const cudaError_t e = launch_decode_frontend<T>(p, fe, stream, late ? FeTrigger::at_exit : FeTrigger::early))
     return e;
   const float* rows = fe;
-  return launch_after_front_end(gdn_decode_stream_kernel<T, St>, dim3(unsigned(plan.blocks)), dim3(kStreamThreads),
-                                plan.smem, stream, p, rows, plan.stages);
+  return launch_after_front_end(gdn_decode_stream_kernel<T, St>, dim3(unsigned(launch.blocks)), dim3(kStreamThreads),
+                                launch.smem, stream, p, rows, launch.stages);
 }
 
 template <typename T, typename St>
-cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaStream_t stream) {
-  DecodeStatePlan plan;
-  if (const cudaError_t e = decode_state_plan<T, St>(p.shape, p.state, plan, decode_fe_inputs_aligned(p))) return e;
-  switch (plan.kernel) {
+cudaError_t launch_decode_for_types(const GdnFrontEndParams& given, float* fe, cudaStream_t stream) {
+  GdnFrontEndParams p;
+  if (const cudaError_t e = decode_resolve_plan<T, St>(given, p)) return e;
+  switch (p.decode_state) {
     case DecodeStateKernel::stream:
-      if constexpr (kSplitAndStreamFor<St>) return launch_decode_stream<T, St>(p, fe, plan, stream);
+      if constexpr (kSplitAndStreamFor<St>) return launch_decode_stream<T, St>(p, fe, stream);
       break;
     case DecodeStateKernel::split:
       if constexpr (kSplitAndStreamFor<St>) return launch_decode_split<T, St>(p, fe, stream);
       break;
-    case DecodeStateKernel::lane:
-      return p.shape.K <= 64 ? launch_decode_lane<T, St, 64, Lane64>(p, fe, stream)
-                             : launch_decode_lane<T, St, 128, LaneWide>(p, fe, stream);
+    case DecodeStateKernel::lane64:
+      return launch_decode_lane<T, St, 64, Lane64>(p, fe, stream);
+    case DecodeStateKernel::lane_wide:
+      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneWide>(p, fe, stream);
+      break;
     case DecodeStateKernel::lane_narrow:
       if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneNarrow>(p, fe, stream);
       break;
@@ -1683,9 +1590,11 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& p, float* fe, cudaS
     case DecodeStateKernel::quad_fe:
       if constexpr (sizeof(St) == 4 && sizeof(T) == 2) return launch_decode_quad_fe<T>(p, stream);
       break;
-    case DecodeStateKernel::block: break;
+    case DecodeStateKernel::block:
+      return launch_decode_shape<T, St, 16, 16>(p, fe, decode_heads_grid(p.shape, (p.shape.V + 31) / 32), stream);
+    case DecodeStateKernel::automatic: break;
   }
-  return launch_decode_shape<T, St, 16, 16>(p, fe, decode_heads_grid(p.shape, (p.shape.V + 31) / 32), stream);
+  return cudaErrorInvalidValue;  // a kernel this pool's plan never takes
 }
 
 template <typename T>
@@ -1709,52 +1618,14 @@ size_t gdn_decode_workspace_bytes(const GdnShape& s) {
   return size_t(s.B * s.T) * size_t(DecodeFeLayout(s).row) * sizeof(float);
 }
 
-const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype) {
-  if (gdn_decode_shape_unsupported(shape)) return nullptr;
-  GdnFrontEndParams p;
-  p.shape = shape;
-  p.dtype = dtype;
-  int device = 0, sms = 0;
-  if (decode_device(device, sms) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  if (decode_fe_vector_shape(shape, dtype, sms)) return "vector";
-  bool rows = false;
-  const cudaError_t e = dispatch_dtype(dtype, [&](auto tag) { return decode_fe_takes_rows<decltype(tag)>(p, rows); });
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return rows ? "rows" : "row";
-}
-
-const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16, DType dtype) {
-  if (gdn_decode_shape_unsupported(shape)) return nullptr;
-  DecodeStatePlan plan;
-  const cudaError_t e =
-      state_bf16 ? decode_state_plan<__nv_bfloat16, __nv_bfloat16>(shape, nullptr, plan)
-                 : dispatch_dtype(dtype, [&](auto tag) { return decode_state_plan<decltype(tag), float>(shape, nullptr, plan); });
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return decode_state_kernel_name(plan.kernel);
-}
-
-const char* gdn_decode_build_flags() {
-#define GDN_STR2(x) #x
-#define GDN_STR(x) GDN_STR2(x)
-  static const std::string flags = [] {
-    std::string f;
-    if (!kDecodePdl) f += "GDNBENCH_DECODE_PDL=" GDN_STR(GDNBENCH_DECODE_PDL);
-    if (kDecodeStateKernel != 0) f += std::string(f.empty() ? "" : ",") + "GDNBENCH_DECODE_STATE_KERNEL=" GDN_STR(GDNBENCH_DECODE_STATE_KERNEL);
-    if (kDecodeFeKernel != 0) f += std::string(f.empty() ? "" : ",") + "GDNBENCH_DECODE_FE_KERNEL=" GDN_STR(GDNBENCH_DECODE_FE_KERNEL);
-    return f;
-  }();
-#undef GDN_STR
-#undef GDN_STR2
-  return flags.c_str();
+int gdn_decode_plan_device(const GdnShape& shape, DType dtype, bool state_bf16, PlanDevice& dev) {
+  if (gdn_decode_shape_unsupported(shape)) return int(cudaErrorInvalidValue);
+  const cudaError_t e = dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return state_bf16 ? decode_plan_device<T, __nv_bfloat16>(shape, dev) : decode_plan_device<T, float>(shape, dev);
+  });
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return int(e);
 }
 
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {

@@ -151,7 +151,7 @@ cudaError_t launch_frontend_for_type(const GdnFrontEndParams& p, const FeGrid& f
 struct UnfusedParts {
   size_t q = 0, k = 0, v = 0, g = 0, beta = 0, wy = 0, total = 0;
 };
-UnfusedParts unfused_parts(const GdnShape& s, DType dtype) {
+UnfusedParts unfused_parts(const GdnShape& s, DType dtype, int64_t scan_groups) {
   const size_t e = dtype_bytes(dtype);
   UnfusedParts u;
   u.k = u.q + align256(size_t(s.qk_elems()) * e);
@@ -159,7 +159,9 @@ UnfusedParts unfused_parts(const GdnShape& s, DType dtype) {
   u.g = u.v + align256(size_t(s.v_elems()) * e);
   u.beta = u.g + align256(size_t(s.gate_elems()) * 4);
   u.wy = u.beta + align256(size_t(s.gate_elems()) * 4);
-  u.total = u.wy + gdn_wy_ut_workspace_bytes(gdn_wy_ut_shape_params(s, dtype));
+  GdnParams gp = gdn_wy_ut_shape_params(s, dtype);
+  gp.scan_groups = scan_groups;
+  u.total = u.wy + gdn_wy_ut_workspace_bytes(gp);
   return u;
 }
 
@@ -194,15 +196,16 @@ const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType 
   return gdn_wy_ut_shape_unsupported(gdn_wy_ut_shape_params(shape, dtype));
 }
 
-size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype) {
-  return unfused_parts(shape, dtype).total;
+size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype, int64_t scan_groups) {
+  return unfused_parts(shape, dtype, scan_groups).total;
 }
 
 int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_frontend_unfused_shape_unsupported(p.shape, p.dtype) || !workspace) return int(cudaErrorInvalidValue);
-  const UnfusedParts parts = unfused_parts(p.shape, p.dtype);
+  const UnfusedParts parts = unfused_parts(p.shape, p.dtype, p.scan_groups);
   char* ws = static_cast<char*>(workspace);
   GdnParams gp = gdn_wy_ut_shape_params(p.shape, p.dtype);
+  gp.scan_groups = p.scan_groups;
   gp.q = ws + parts.q;
   gp.k = ws + parts.k;
   gp.v = ws + parts.v;

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/gdn_params.h"
+#include "kernels/launch_plans.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -51,6 +52,13 @@ struct GdnFrontEndParams {
   bool state_bf16 = false;
   const int32_t* slots = nullptr;  // [B]
   int64_t pool_slots = 0;
+  // The plan (kernels/launch_plans.h): automatic, the launcher's choice; else forced (a launch
+  // the forced kernel cannot run returns cudaErrorInvalidValue). fused_conv and unfused_conv:
+  // the scan's groups (0: the plan's) and fused_conv's output form; fused_decode: its kernels.
+  int64_t scan_groups = 0;
+  FusedConvOutput fused_conv_output = FusedConvOutput::automatic;
+  DecodeStateKernel decode_state = DecodeStateKernel::automatic;
+  DecodeFeKernel decode_fe = DecodeFeKernel::automatic;
 };
 
 // The front end alone (forward, any T): writes q, k [B, T, H, K] and v [B, T, HV, V] in dtype,
@@ -64,7 +72,7 @@ int launch_gdn_frontend(const GdnFrontEndParams& p, void* q, void* k, void* v, f
 // the shape, else why not.
 const char* gdn_frontend_unfused_shape_unsupported(const GdnShape& shape, DType dtype);
 // q, k, v (dtype), g, beta (float32) and the wy_ut workspace, each part 256-byte aligned.
-size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype);
+size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype, int64_t scan_groups = 0);
 int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
 // fused_conv: wy_ut's three kernels with the front end in the prologues of prepare (k, v, g, beta)
@@ -81,7 +89,7 @@ const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype)
 bool gdn_fused_conv_pipelined(const GdnShape& shape);
 // wy_ut's workspace (gamma, W, U, the chunk states), then k [B, T, H, K] in dtype; each part
 // 256-byte aligned.
-size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype);
+size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype, int64_t scan_groups = 0);
 int launch_gdn_fused_conv(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
 // fused_decode: T <= kDecodeMaxTokens new tokens per sequence, in place: conv caches rolled,
@@ -93,20 +101,7 @@ const char* gdn_decode_shape_unsupported(const GdnShape& shape);
 // (kernels/decode.cu); no initial contents needed.
 size_t gdn_decode_workspace_bytes(const GdnShape& shape);
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
-// The front-end kernel fused_decode takes for this problem on the current device, with 16-byte
-// aligned tensors: "vector" (8 channels per thread: bf16 or fp16, K and V multiples of 8, T <= 4,
-// a grid of at least half the SMs in blocks), else "rows" (4 batch rows per block, at T = 1 when
-// one row per block would take more than two waves) or "row"; nullptr when the shape is
-// unsupported or the device query fails. Where the state kernel is "quad_fe" (a float32 pool),
-// none runs: that kernel does the front end's work. For tests that must reach each.
-const char* gdn_decode_frontend_kernel(const GdnShape& shape, DType dtype);
-// The state kernel fused_decode takes at this shape and input dtype with a 16-byte aligned pool
-// and inputs on the current device: "lane", "lane_narrow", "lane_one_wave", "quad", "quad_fe" (the
-// quad kernel with the front end inside it: no front-end kernel runs), "split", "stream" or
-// "block" (kernels/decode.cu says which and why), or nullptr when the shape is unsupported or the
-// device query fails. For tests that must reach each.
-const char* gdn_decode_state_kernel(const GdnShape& shape, bool state_bf16, DType dtype = DType::bf16);
-// fused_decode's build knobs that differ from their defaults (GDNBENCH_DECODE_PDL,
-// GDNBENCH_DECODE_STATE_KERNEL), as "name=value" joined by ','; "" in a default build. The
-// harness writes them into every CSV row's git_sha, so a measurement build cannot pass for main.
-const char* gdn_decode_build_flags();
+// The device facts fused_decode's plan reads for this problem (decode_plan, kernels/launch_plans.h)
+// on the current device: its SMs and the occupancy of the kernels whose grids decide. Returns
+// cudaError_t as int. The harness plans each row with these, as the launcher does.
+int gdn_decode_plan_device(const GdnShape& shape, DType dtype, bool state_bf16, PlanDevice& dev);

@@ -25,11 +25,6 @@
 namespace {
 
 constexpr int kThreads = 128;
-// From this T on the kRows = 16 shape is used (overridable at build time for experiments).
-#ifndef GDN_RECURRENT_LONG_FROM
-#define GDN_RECURRENT_LONG_FROM 256
-#endif
-constexpr int64_t kLongSequence = GDN_RECURRENT_LONG_FROM;
 constexpr int kTile = 8;
 
 // Next tile's q, k, v, g, beta, held in registers while the current tile is computed, so the
@@ -161,7 +156,7 @@ gdn_recurrent_kernel(const GdnParams p) {
   }
 }
 
-// Decode shape (T <= kDecodeMaxT, e.g. one new token against a carried state): blocks of W warps
+// Decode shape (T <= kRecurrentDecodeMaxT, e.g. one new token against a carried state): blocks of W warps
 // over 32 value columns; lane = column, warp w holds state rows [w R, w R + R) (W x R = 64, 128
 // or 256 = 8 x 8, 8 x 16, 16 x 16 by K), so every state row is read and written as 128
 // contiguous bytes per warp and a thread holds only R floats (occupancy decides decode). Registers
@@ -171,15 +166,9 @@ gdn_recurrent_kernel(const GdnParams p) {
 // What decides its speed is registers: capped at 64 per thread (half occupancy) it runs B=64,
 // H=32, K=V=128 in 0.087 ms against 0.108 ms uncapped (48-64 registers were enough, but without
 // the cap the compiler took up to 100 once the kernel looped). Blocks that loop over heads
-// (GDN_DECODE_ONE_HEAD_PER_BLOCK=0) measured slower at the same cap (0.096 ms), so one head per
-// block is the default.
+// measured slower at the same cap (0.096 ms), so a block takes one head.
 // Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB. The per-token step is
 // kernels/decode_step.cuh, shared with the fused decode (kernels/decode.cu).
-#ifndef GDN_DECODE_ONE_HEAD_PER_BLOCK
-#define GDN_DECODE_ONE_HEAD_PER_BLOCK 1  // 0: blocks loop over heads (kept for comparison runs)
-#endif
-[[maybe_unused]] constexpr int64_t kDecodeBlocks = 132 * 4 * 2;  // two waves of 4 resident blocks on 132 SMs
-constexpr int64_t kDecodeMaxT = 8;
 
 template <typename T, int kRows, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, 2048 / (kWarps * 32) / 2)
@@ -190,14 +179,9 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
   const int64_t j = int64_t(blockIdx.x) * 32 + lane;
   const bool col_ok = j < s.V;
   const int64_t row0 = int64_t(warp) * kRows;
-#if GDN_DECODE_ONE_HEAD_PER_BLOCK
   // Heads past 65535 continue on grid.z (the launcher splits B * HV over y and z).
-  const int64_t head0 = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
-  if (head0 >= s.B * s.HV) return;  // the last z row of that split is partly empty
-  for (int64_t head = head0; head == head0; ++head) {
-#else
-  for (int64_t head = blockIdx.y; head < s.B * s.HV; head += gridDim.y) {
-#endif
+  const int64_t head = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
+  if (head >= s.B * s.HV) return;  // the last z row of that split is partly empty
   const int64_t b = head / s.HV, hv = head % s.HV, h = hv / (s.HV / s.H);
   const int64_t state_base = head * s.K * s.V;
   const T* q = static_cast<const T*>(p.q);
@@ -239,7 +223,6 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
       if (i < s.K) p.hT[state_base + i * s.V + j] = S[n];
     }
   }
-  }  // heads
 }
 
 template <typename T>
@@ -249,21 +232,18 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
     const int cols = kThreads / split;
     return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
   };
-  if (p.shape.T <= kDecodeMaxT) {
-    // Blocks loop over heads (kernel comment); enough of them for two waves of resident blocks.
+  // The plan (kernels/launch_plans.h): the T form, forced or by T; the K bucket of the tiles.
+  const RecurrentForm form = recurrent_form(p.shape, p.recurrent_form);
+  if (form == RecurrentForm::decode) {
+    // One block per (column group, head); heads over grid y and z.
     const int64_t heads = p.shape.B * p.shape.HV, col_blocks = (p.shape.V + 31) / 32;
-#if GDN_DECODE_ONE_HEAD_PER_BLOCK
-    const int64_t head_blocks = heads;
-#else
-    const int64_t head_blocks = std::min<int64_t>(heads, std::max<int64_t>(1, kDecodeBlocks / col_blocks));
-#endif
     constexpr int64_t kMaxGridY = 65535;
-    const int64_t y = std::min(head_blocks, kMaxGridY), z = (head_blocks + y - 1) / y;
+    const int64_t y = std::min(heads, kMaxGridY), z = (heads + y - 1) / y;
     const dim3 grid{unsigned(col_blocks), unsigned(y), unsigned(z)};
     if (K <= 64) gdn_recurrent_decode_kernel<T, 8, 8><<<grid, 8 * 32, 0, stream>>>(p);
     else if (K <= 128) gdn_recurrent_decode_kernel<T, 16, 8><<<grid, 8 * 32, 0, stream>>>(p);
     else gdn_recurrent_decode_kernel<T, 16, 16><<<grid, 16 * 32, 0, stream>>>(p);
-  } else if (p.shape.T >= kLongSequence) {
+  } else if (form == RecurrentForm::long_seq) {
     if (K <= 64) gdn_recurrent_kernel<T, 4, 16><<<grid_for(4), kThreads, 0, stream>>>(p);
     else if (K <= 128) gdn_recurrent_kernel<T, 8, 16><<<grid_for(8), kThreads, 0, stream>>>(p);
     else gdn_recurrent_kernel<T, 16, 16><<<grid_for(16), kThreads, 0, stream>>>(p);
@@ -278,6 +258,7 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
 }  // namespace
 
 int launch_gdn_recurrent(const GdnParams& p, void* /*workspace*/, cudaStream_t stream) {
+  if (p.recurrent_form == RecurrentForm::decode && p.shape.T > kRecurrentDecodeMaxT) return int(cudaErrorInvalidValue);
   if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim) return int(cudaErrorInvalidValue);
   if (p.shape.HV > 65535 || p.shape.B > 65535) return int(cudaErrorInvalidValue);
   switch (p.dtype) {

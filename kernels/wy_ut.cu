@@ -30,7 +30,7 @@
 //     fixed offsets, computed once (run 48: 27% fewer instructions per step, scan 700 -> 651 us at
 //     T = 16384; version 5, one product layer per step, was slower: docs/perf-notes.md, run 46).
 //   2' two-level scan (runs 52-53), where the plain scan's V/32 x HV x B blocks leave most SMs idle
-//     (gdn_wy_ut_scan_groups decides, with a cost model in scan steps; the issue's shapes fill the
+//     (wy_ut_scan_groups in kernels/launch_plans.h decides, with a cost model in scan steps; the issue's shapes fill the
 //     machine and keep the plain scan): the chunks in G groups, S_end = M S_enter + R per group
 //     (M = the product of the chunks' exp(gL) I - K~^T W, K x K; R the end from a zero state).
 //     Pass 1 (one launch, the same kernel with kSeg): group 0 from h0 as the plain scan does (U,
@@ -1527,11 +1527,11 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
 }
 
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
-// (gdn_wy_ut_scan_groups in kernels/wy_ut.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// (wy_ut_scan_groups in kernels/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
 // states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
-// (gdn_wy_ut_scan_groups in kernels/wy_ut.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// (wy_ut_scan_groups in kernels/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
 // states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 template <typename T, int kK>
@@ -1653,7 +1653,9 @@ cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cuda
 
 }  // namespace
 
-bool gdn_fused_conv_pipelined(const GdnShape& shape) { return shape.K <= 128 && shape.V <= 128; }
+bool gdn_fused_conv_pipelined(const GdnShape& shape) {
+  return fused_conv_output(shape, FusedConvOutput::automatic) == FusedConvOutput::pipelined;
+}
 
 namespace {
 
@@ -1665,7 +1667,8 @@ cudaError_t fused_conv_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, 
   T* k_ws = static_cast<T*>(const_cast<void*>(p.k));
   if (const cudaError_t e = prepare_v2_for_type<T, true>(p, ws, stream, fe, k_ws)) return e;
   if (const cudaError_t e = states_for_type<T>(p, ws, stream)) return e;
-  if (!gdn_fused_conv_pipelined(p.shape)) return output_v2_for_type<T, true>(p, ws, stream, fe);
+  if (fused_conv_output(p.shape, fe.fused_conv_output) == FusedConvOutput::per_chunk)
+    return output_v2_for_type<T, true>(p, ws, stream, fe);
   return p.shape.K == 64 ? output_v4_for_k<T, 64, true>(p, ws, stream, 0, fe)  // version 3
                          : output_v4_for_k<T, 128, true>(p, ws, stream, 0, fe);
 }
@@ -1677,27 +1680,15 @@ bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
   return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta) && groups_ok;
 }
 
-// A measurement build can force the two-level scan's groups (0: gdn_wy_ut_scan_groups decides).
-#ifndef GDNBENCH_WY_UT_SCAN_GROUPS
-#define GDNBENCH_WY_UT_SCAN_GROUPS 0
-#endif
-constexpr int64_t kForcedScanGroups = GDNBENCH_WY_UT_SCAN_GROUPS;
-#define GDNBENCH_STRINGIFY2(x) #x
-#define GDNBENCH_STRINGIFY(x) GDNBENCH_STRINGIFY2(x)
-
-// `requested` groups (0: the build's forced count, else the device's choice), at most one per
-// chunk and within the grid's z limit, then the fewest groups of the same chunks per group.
+// The scan's groups of the plan (wy_ut_scan_groups, kernels/launch_plans.h): `requested` > 0,
+// else p.scan_groups > 0 (a forced plan), else the cost model on the device's resident blocks.
 int64_t resolve_scan_groups(const GdnParams& p, int64_t requested) {
   if (gdn_wy_ut_shape_unsupported(p)) return 1;
-  const int64_t N = num_chunks(p);
-  int64_t G = requested > 0 ? requested : kForcedScanGroups > 0 ? kForcedScanGroups : 0;
-  if (G == 0) {
-    const int64_t resident = p.dtype == DType::bf16 ? scan_resident_blocks_for_k<__nv_bfloat16>(p.shape.K)
-                                                    : scan_resident_blocks_for_k<__half>(p.shape.K);
-    G = gdn_wy_ut_scan_groups(p.shape, resident);
-  }
-  G = std::min({G, N, 65535 / p.shape.B + 1});
-  return G <= 1 ? 1 : groups_with_chunks(N, G);
+  const int64_t G = requested > 0 ? requested : p.scan_groups;
+  if (G > 0) return wy_ut_scan_groups(p.shape, G, 0);
+  const int64_t resident = p.dtype == DType::bf16 ? scan_resident_blocks_for_k<__nv_bfloat16>(p.shape.K)
+                                                  : scan_resident_blocks_for_k<__half>(p.shape.K);
+  return wy_ut_scan_groups(p.shape, 0, resident);
 }
 
 }  // namespace
@@ -1730,22 +1721,16 @@ GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype) {
   return gp;
 }
 
-int64_t gdn_wy_ut_scan_groups(const GdnShape& s, int64_t resident_blocks) {
-  if (resident_blocks < 1 || s.B < 1 || s.HV < 1 || s.K < kBV || s.V < kBV || s.T < 1) return 1;
-  const int64_t N = (s.T + kC - 1) / kC, heads = s.B * s.HV, value = s.V / kBV, transition = s.K / kBV;
-  auto waves = [&](int64_t blocks) { return (blocks + resident_blocks - 1) / resident_blocks; };
-  const int64_t plain = waves(value * heads) * N;
-  int64_t best = plain, best_groups = 1;
-  for (int64_t G = 3; G <= 32 && G <= N / 8; ++G) {
-    if (groups_with_chunks(N, G) != G) continue;  // an empty group: a smaller G has the same steps
-    const int64_t per_group = chunks_per_group(N, G);
-    const int64_t pass1 = waves(((G - 1) * value + (G - 2) * transition) * heads);
-    const int64_t pass3 = waves((G - 1) * value * heads);
-    // Steps: both passes' waves, the combine (~1 step a group) and its and pass 3's launches (~2).
-    const int64_t cost = (pass1 + pass3) * per_group + (G - 2) + 2;
-    if (cost < best) best = cost, best_groups = G;
-  }
-  return 5 * best <= 4 * plain ? best_groups : 1;
+int gdn_wy_ut_plan_device(const GdnShape& shape, DType dtype, PlanDevice& dev) {
+  const GdnParams p = gdn_wy_ut_shape_params(shape, dtype);
+  if (gdn_wy_ut_shape_unsupported(p)) return int(cudaErrorInvalidValue);
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return int(e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&dev.sms, cudaDevAttrMultiProcessorCount, device)) return int(e);
+  const int64_t resident = dtype == DType::bf16 ? scan_resident_blocks_for_k<__nv_bfloat16>(shape.K)
+                                                : scan_resident_blocks_for_k<__half>(shape.K);
+  dev.wy_ut_scan_resident[shape.K <= 64 ? 0 : shape.K <= 128 ? 1 : 2] = resident;
+  return resident > 0 ? 0 : int(cudaErrorInvalidValue);
 }
 
 int64_t gdn_wy_ut_scan_groups_for(const GdnParams& p) { return resolve_scan_groups(p, 0); }
@@ -1791,10 +1776,6 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, i
     ws.group_enters = reinterpret_cast<float*>(base);
   }
   return ws;
-}
-
-const char* gdn_wy_ut_build_flags() {
-  return kForcedScanGroups > 0 ? "GDNBENCH_WY_UT_SCAN_GROUPS=" GDNBENCH_STRINGIFY(GDNBENCH_WY_UT_SCAN_GROUPS) : "";
 }
 
 namespace {
@@ -1882,8 +1863,9 @@ const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype)
   return nullptr;
 }
 
-size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype) {
-  const GdnParams gp = gdn_wy_ut_shape_params(shape, dtype);
+size_t gdn_fused_conv_workspace_bytes(const GdnShape& shape, DType dtype, int64_t scan_groups) {
+  GdnParams gp = gdn_wy_ut_shape_params(shape, dtype);
+  gp.scan_groups = scan_groups;
   return fused_conv_k_offset(gp) + align256(size_t(shape.qk_elems()) * dtype_bytes(dtype));
 }
 
@@ -1898,12 +1880,15 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& fe, void* workspace, cudaStre
   }
   if (conv_caches_overlap(fe) || !aligned16(workspace)) return int(cudaErrorInvalidValue);
   GdnParams gp = gdn_wy_ut_shape_params(fe.shape, fe.dtype);
+  gp.scan_groups = fe.scan_groups;
   gp.k = static_cast<unsigned char*>(workspace) + fused_conv_k_offset(gp);
   gp.h0 = fe.h0;
   gp.hT = fe.hT;
   gp.o = fe.o;
   gp.scale = fe.scale;
   gp.use_delta = fe.use_delta;
+  if (fused_conv_output(fe.shape, fe.fused_conv_output) == FusedConvOutput::pipelined && !gdn_fused_conv_pipelined(fe.shape))
+    return int(cudaErrorInvalidValue);  // a forced pipelined output past K, V = 128
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(gp, workspace);
   return int(fe.dtype == DType::bf16 ? fused_conv_for_type<__nv_bfloat16>(gp, ws, fe, stream)
                                      : fused_conv_for_type<__half>(gp, ws, fe, stream));

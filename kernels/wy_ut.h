@@ -47,19 +47,21 @@ struct GdnWyUtWorkspace {
 // workspace sizes read, for callers that start from a GdnShape (the front-end variants).
 GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype);
 
-// Groups of chunks of the two-level state scan, from the shape and the scan blocks the device
-// holds at once (resident_blocks: SMs x blocks per SM). The scan is N sequential steps on
-// V/32 x HV x B blocks; where those leave most SMs idle, G groups cut the chain to ~2N/G steps:
-// pass 1 scans groups 0 .. G-2 at once (group 0 from h0; the others from a zero state, plus their
-// K x K transition as K/32 more blocks), a small pass chains the groups' entering states, pass 3
-// scans groups 1 .. G-1 from them. 1 (the plain scan) unless a cost model in scan steps, waves of
-// resident blocks included, says G saves a fifth or more; groups of >= 8 chunks, G <= 32.
-int64_t gdn_wy_ut_scan_groups(const GdnShape& shape, int64_t resident_blocks);
+// The two-level state scan: the scan is N sequential steps on V/32 x HV x B blocks; where those
+// leave most SMs idle, G groups cut the chain to ~2N/G steps: pass 1 scans groups 0 .. G-2 at once
+// (group 0 from h0; the others from a zero state, plus their K x K transition as K/32 more
+// blocks), a small pass chains the groups' entering states (G >= 3), pass 3 scans groups 1 .. G-1
+// from them. The plan (wy_ut_scan_groups_model, kernels/launch_plans.h) takes 1 (the plain scan)
+// unless a cost model in scan steps, waves of resident blocks included, says G saves a fifth or
+// more; groups of >= 8 chunks, G <= 32.
+// The device facts wy_ut's plan reads (the scan kernel's resident blocks at this K and dtype on
+// the current device). Returns cudaError_t as int.
+int gdn_wy_ut_plan_device(const GdnShape& shape, DType dtype, PlanDevice& dev);
 
 // Bytes of workspace launch_gdn_wy_ut needs (each part 256-byte aligned). scan_groups: 0 takes
-// gdn_wy_ut_scan_groups for the current device (1 without one), which the view and the launchers
-// then also take; another value forces that many groups (at most the chunks), for tests and
-// measurements. The same scan_groups must be given to both.
+// p.scan_groups, and where that is 0 the plan's groups for the current device (1 without one),
+// which the view and the launchers then also take; another value forces that many groups (at most
+// the chunks). The same scan_groups must be given to both.
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p, int64_t scan_groups);
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p);  // scan_groups 0
 // The parts of a workspace of gdn_wy_ut_workspace_bytes(p, scan_groups) bytes at `workspace`.
@@ -94,10 +96,6 @@ int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, 
 // resident_blocks over the heads (at least 1, at most num_chunks), then the fewest that keep the
 // same chunks per block, so every block of a head gets the same number of chunks or one less.
 int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks);
-
-// The build's wy_ut knob when it differs from its default (GDNBENCH_WY_UT_SCAN_GROUPS, forcing
-// the scan's groups), as "name=value"; "" in a default build. Part of every CSV row's git_sha.
-const char* gdn_wy_ut_build_flags();
 
 // prepare + states + output on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.

@@ -79,6 +79,7 @@ std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t conte
   for (int w = 0; w < n; ++w)
     pool.emplace_back([&] {
       for (int64_t i = next++; i < items; i = next++) {
+        if (reference_cancel_requested()) return;  // thrown below, after the join
         const int64_t r = i % R, h = (i / R) % H, b = i / (R * H);
         const int64_t t = rows[r];
         const int64_t cached = (b * context * H + h);  // first cached row of (b, h)
@@ -89,6 +90,7 @@ std::vector<double> attention_cache_rows_ref(int64_t B, int64_t T, int64_t conte
       }
     });
   for (auto& th : pool) th.join();
+  if (reference_cancel_requested()) throw ReferenceCancelled();
   return o;
 }
 
@@ -113,6 +115,7 @@ std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, in
   for (int w = 0; w < n; ++w)
     pool.emplace_back([&, w] {
       for (int64_t r = w; r < rows; r += n) {
+        if (reference_cancel_requested()) return;  // thrown below, after the join
         const int64_t t = r % T, h = (r / T) % H, b = r / (T * H);
         const int64_t n_keys = causal ? t + 1 : T;
         attend_one(q + ((b * T + t) * H + h) * D, k + (b * T * H + h) * D,
@@ -121,6 +124,7 @@ std::vector<double> attention_ref(int64_t B, int64_t T, int64_t H, int64_t D, in
       }
     });
   for (auto& th : pool) th.join();
+  if (reference_cancel_requested()) throw ReferenceCancelled();
   return o;
 }
 

@@ -8,6 +8,17 @@
 double gdn_default_scale(const GdnShape& shape) { return 1.0 / std::sqrt(double(shape.K)); }
 
 namespace {
+std::atomic<const std::atomic<bool>*> g_cancel_flag{nullptr};
+}  // namespace
+
+void set_reference_cancel_flag(const std::atomic<bool>* flag) { g_cancel_flag.store(flag); }
+
+bool reference_cancel_requested() {
+  const std::atomic<bool>* flag = g_cancel_flag.load(std::memory_order_relaxed);
+  return flag && flag->load(std::memory_order_relaxed);
+}
+
+namespace {
 
 double resolve_scale(const GdnRefOptions& opt, int64_t K) {
   return opt.scale != 0.0 ? opt.scale : 1.0 / std::sqrt(double(K));
@@ -76,6 +87,7 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
       const int64_t o_head_offset = subset ? slot * s.T * s.V : hd.o_offset(0);
       double* o_head = out.o.data() + o_head_offset;
       for (int64_t t = 0; t < s.T; ++t) {
+        if (t % 64 == 0 && reference_cancel_requested()) return;  // thrown below, after the join
         const double alpha = std::exp(hd.g(t));
         for (double& x : S) x *= alpha;
         const double* k = hd.k(t);
@@ -110,6 +122,7 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
       }
       std::copy(S.begin(), S.end(), out.hT.begin() + (subset ? slot * s.K * s.V : hd.state_offset()));
   });
+  if (reference_cancel_requested()) throw ReferenceCancelled();
   return out;
 }
 

@@ -1,10 +1,22 @@
 // Float64 definitions of gated DeltaNet (DESIGN.md section 1). These are the answers every kernel
 // is judged against; nothing here is tuned for speed. No CUDA headers.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "reference/gdn_shape.h"
+
+// Cancelling a long reference: a plain hook, set by whoever owns the flag (the harness points it
+// at its SIGINT/SIGTERM flag). Once *flag is true, gdn_recurrent_ref and the attention references
+// stop within a few time steps (query rows) of each head and throw ReferenceCancelled; their
+// results are then not computed. nullptr, the default: never cancelled.
+void set_reference_cancel_flag(const std::atomic<bool>* flag);
+bool reference_cancel_requested();
+struct ReferenceCancelled : std::runtime_error {
+  ReferenceCancelled() : std::runtime_error("the float64 reference was cancelled") {}
+};
 
 // Pointers into contiguous float64 tensors in the canonical layouts of GdnShape.
 // g == nullptr: no gate (DeltaNet); h0 == nullptr: zero initial state.

@@ -11,7 +11,30 @@
 #include "harness/runner.h"
 #include "harness/variant.h"
 
+#ifdef GDNBENCH_HAVE_CUDA
+#include "kernels/frontend.h"
+#endif
+
 namespace gputest {
+
+#ifdef GDNBENCH_HAVE_CUDA
+// fused_decode's plan for a shape on the current device (the runner's and the launcher's, through
+// kernels/launch_plans.h), with aligned tensors: its state and front-end kernels by name.
+inline DecodePlan decode_plan_on_device(const GdnShape& s, bool state_bf16, DType dtype) {
+  PlanDevice dev;
+  REQUIRE(gdn_decode_plan_device(s, dtype, state_bf16, dev) == 0);
+  DecodePlan plan;
+  const PlanChoice c = decode_plan_choice(DecodePlanInputs{s, dtype, state_bf16}, "auto", dev, plan);
+  REQUIRE(c.unsupported.empty());
+  return plan;
+}
+inline std::string decode_state_kernel_on_device(const GdnShape& s, bool state_bf16, DType dtype = DType::bf16) {
+  return decode_state_kernel_name(decode_plan_on_device(s, state_bf16, dtype).state);
+}
+inline std::string decode_fe_kernel_on_device(const GdnShape& s, DType dtype) {
+  return decode_fe_kernel_name(decode_plan_on_device(s, false, dtype).fe);
+}
+#endif
 
 // True when a GPU is there; otherwise the test records why in a warning and checks nothing else.
 inline bool gpu_or_warn() {

@@ -24,6 +24,10 @@ namespace {
 
 using gputest::gpu_or_warn;
 using gputest::verify_on_gpu;
+#ifdef GDNBENCH_HAVE_CUDA
+using gputest::decode_fe_kernel_on_device;
+using gputest::decode_state_kernel_on_device;
+#endif
 
 Problem frontend_problem(GdnShape shape, DType dt, bool h0) {
   Problem p;
@@ -243,14 +247,14 @@ TEST_CASE("fused_decode's front end with several batch rows per block matches th
 #ifdef GDNBENCH_HAVE_CUDA
   const DType dt = GENERATE(DType::bf16, DType::f16, DType::f32);
   const GdnShape shape{515, 1, 4, 8, 100, 72};
-  REQUIRE(std::string(gdn_decode_frontend_kernel(shape, dt)) == "rows");
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{8, 1, 4, 8, 100, 72}, dt)) == "row");
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 2, 4, 8, 100, 72}, dt)) == "row");
+  REQUIRE((decode_fe_kernel_on_device(shape, dt)) == "rows");
+  CHECK((decode_fe_kernel_on_device(GdnShape{8, 1, 4, 8, 100, 72}, dt)) == "row");
+  CHECK((decode_fe_kernel_on_device(GdnShape{515, 2, 4, 8, 100, 72}, dt)) == "row");
   const bool half = dt != DType::f32;  // the vector kernel's dtypes
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 1, 4, 8, 128, 128}, dt)) == (half ? "vector" : "rows"));
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 4, 4, 8, 32, 136}, dt)) == (half ? "vector" : "row"));
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{515, 5, 4, 8, 128, 128}, dt)) == "row");
-  CHECK(std::string(gdn_decode_frontend_kernel(GdnShape{1, 1, 4, 8, 128, 128}, dt)) == "row");
+  CHECK((decode_fe_kernel_on_device(GdnShape{515, 1, 4, 8, 128, 128}, dt)) == (half ? "vector" : "rows"));
+  CHECK((decode_fe_kernel_on_device(GdnShape{515, 4, 4, 8, 32, 136}, dt)) == (half ? "vector" : "row"));
+  CHECK((decode_fe_kernel_on_device(GdnShape{515, 5, 4, 8, 128, 128}, dt)) == "row");
+  CHECK((decode_fe_kernel_on_device(GdnShape{1, 1, 4, 8, 128, 128}, dt)) == "row");
   Problem p = frontend_problem(shape, dt, true);
   INFO("seed " << p.seed << " dtype " << dtype_name(dt));
   check_row(verify_on_gpu("fused_decode", p));
@@ -276,7 +280,7 @@ TEST_CASE("fused_decode's state kernels each match the float64 reference where c
   static const Case kCases[] = {
       {300, 1, 128, 128, true, "stream"}, {300, 3, 128, 128, true, "stream"}, {300, 8, 128, 96, true, "stream"},
       {3, 1, 128, 128, true, "split"},    {300, 2, 100, 72, true, "split"},   {5, 3, 32, 136, true, "split"},
-      {300, 2, 128, 70, false, "lane"},   {5, 2, 64, 64, false, "lane"},      {5, 1, 256, 256, true, "block"},
+      {300, 2, 128, 70, false, "lane_wide"}, {5, 2, 64, 64, false, "lane64"},      {5, 1, 256, 256, true, "block"},
       {5, 2, 128, 128, false, "lane_one_wave"}, {3, 1, 100, 72, false, "lane_one_wave"},
       {300, 1, 128, 70, false, "lane_narrow"},  {300, 1, 100, 66, false, "lane_narrow"},
       {200, 1, 128, 70, false, "lane_narrow"},  {300, 2, 128, 128, false, "quad"},
@@ -287,8 +291,8 @@ TEST_CASE("fused_decode's state kernels each match the float64 reference where c
   const DType dt = GENERATE(DType::bf16, DType::f32);
   const Case& c = kCases[ci];
   const GdnShape shape{c.B, c.T, 2, 4, c.K, c.V};
-  const char* kernel = gdn_decode_state_kernel(shape, c.bf16_pool);
-  REQUIRE(kernel != nullptr);
+  const std::string kernel = decode_state_kernel_on_device(shape, c.bf16_pool);
+  REQUIRE(!kernel.empty());
   REQUIRE(std::string(kernel) == c.kernel);
   const Problem p = frontend_problem(shape, dt, ci % 2 == 0);
   INFO("seed " << p.seed << " " << kernel << " " << dtype_name(dt) << " B " << c.B << " T " << c.T << " K " << c.K
@@ -304,8 +308,8 @@ TEST_CASE("fused_decode's stream kernel runs a larger T again after a smaller on
 #ifdef GDNBENCH_HAVE_CUDA
   for (const int64_t T : {7, 2, 7}) {
     const GdnShape shape{300, T, 2, 4, 128, 128};
-    const char* kernel = gdn_decode_state_kernel(shape, true);
-    REQUIRE(kernel != nullptr);
+    const std::string kernel = decode_state_kernel_on_device(shape, true);
+    REQUIRE(!kernel.empty());
     REQUIRE(std::string(kernel) == "stream");
     const Problem p = frontend_problem(shape, DType::bf16, true);
     INFO("seed " << p.seed << " T " << T);
@@ -505,10 +509,10 @@ TEST_CASE("fused_decode's quad kernel applied T times equals one T-token launch"
   GdnShape one = p.shape;
   one.T = 1;
   for (const GdnShape& s : {one, p.shape}) {
-    const char* kernel = gdn_decode_state_kernel(s, false);
-    REQUIRE(kernel != nullptr);
+    const std::string kernel = decode_state_kernel_on_device(s, false);
+    REQUIRE(!kernel.empty());
     REQUIRE(std::string(kernel) == "quad");
-    REQUIRE(std::string(gdn_decode_frontend_kernel(s, DType::bf16)) == "vector");
+    REQUIRE((decode_fe_kernel_on_device(s, DType::bf16)) == "vector");
   }
   check_steps_equal_one_launch(p);
 }
@@ -529,8 +533,7 @@ TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path b
   GdnShape one = p.shape;
   one.T = 1;
   const auto state_kernel = [](const GdnShape& s, DType d) {
-    const char* k = gdn_decode_state_kernel(s, false, d);
-    return std::string(k ? k : "(none)");
+    return decode_state_kernel_on_device(s, false, d);
   };
   REQUIRE(state_kernel(one, dt) == "quad_fe");
   REQUIRE(state_kernel(p.shape, dt) == "quad");  // T > 1
@@ -538,7 +541,7 @@ TEST_CASE("fused_decode's one-launch step (quad_fe) equals the two-kernel path b
   CHECK(state_kernel(GdnShape{200, 1, 2, 4, 128, 128}, dt) == "quad");  // H != HV
   CHECK(state_kernel(GdnShape{200, 1, 4, 4, 128, 64}, dt) == "quad");  // V != 128
   CHECK(state_kernel(GdnShape{3, 1, 4, 4, 128, 128}, dt) == "quad_fe");  // one wave: one launch too
-  CHECK(std::string(gdn_decode_state_kernel(one, true, dt)) != "quad_fe");  // a bf16 pool
+  CHECK((decode_state_kernel_on_device(one, true, dt)) != "quad_fe");  // a bf16 pool
   check_steps_equal_one_launch(p);
 
   const HostInputs in = make_inputs(p);
@@ -578,8 +581,8 @@ TEST_CASE("fused_decode's vector front end, and its scalar fallback for misalign
   const Problem p = frontend_problem(kShapes[GENERATE(0, 1, 2)], dt, true);
   GdnShape one = p.shape;
   one.T = 1;
-  REQUIRE(std::string(gdn_decode_frontend_kernel(one, dt)) == "vector");
-  REQUIRE(std::string(gdn_decode_frontend_kernel(p.shape, dt)) == "vector");
+  REQUIRE((decode_fe_kernel_on_device(one, dt)) == "vector");
+  REQUIRE((decode_fe_kernel_on_device(p.shape, dt)) == "vector");
   INFO("seed " << p.seed << " " << dtype_name(dt) << " B " << p.shape.B << " HV " << p.shape.HV);
   const HostInputs in = make_inputs(p);
   const GdnRefOutputs ref = gdn_reference_for(p, to_f64(in), 4);

@@ -604,28 +604,28 @@ TEST_CASE("wy_ut's output blocks per head fill one wave and share the chunks eve
 
 TEST_CASE("wy_ut's scan takes groups only where its blocks leave most of the device idle", "[wy_ut]") {
   // An H200: 132 SMs, one scan block each at K = 128.
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 32, 32, 128, 128}, 132) == 1);  // 128 blocks: full
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 65536, 16, 32, 128, 128}, 132) == 1);
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 4, 4, 128, 128}, 132) > 2);     // 16 blocks
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 8, 8, 128, 128}, 132) > 2);     // 32 blocks
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 1024, 4, 4, 128, 128}, 132) == 1);     // 16 chunks: too few
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{1, 16384, 4, 4, 128, 128}, 0) == 1);      // no device
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 16384, 32, 32, 128, 128}, 132) == 1);  // 128 blocks: full
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 65536, 16, 32, 128, 128}, 132) == 1);
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 16384, 4, 4, 128, 128}, 132) > 2);     // 16 blocks
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 16384, 8, 8, 128, 128}, 132) > 2);     // 32 blocks
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 1024, 4, 4, 128, 128}, 132) == 1);     // 16 chunks: too few
+  CHECK(wy_ut_scan_groups_model(GdnShape{1, 16384, 4, 4, 128, 128}, 0) == 1);      // no device
   // Batches: the model sees B x HV heads. Run 67 measured these choices fastest against the plain
   // scan and G = 4, 8 forced (docs/perf-notes.md): B = 2, HV = 2 and B = 4, HV = 1 take 5 / 9 / 9
   // groups at 4K / 16K / 64K, 8 heads 5, 16 heads the plain scan.
   for (const auto& [B, HV] : {std::pair<int64_t, int64_t>{2, 2}, {4, 1}}) {
-    CHECK(gdn_wy_ut_scan_groups(GdnShape{B, 4096, HV, HV, 128, 128}, 132) == 5);
-    CHECK(gdn_wy_ut_scan_groups(GdnShape{B, 16384, HV, HV, 128, 128}, 132) == 9);
-    CHECK(gdn_wy_ut_scan_groups(GdnShape{B, 65536, HV, HV, 128, 128}, 132) == 9);
+    CHECK(wy_ut_scan_groups_model(GdnShape{B, 4096, HV, HV, 128, 128}, 132) == 5);
+    CHECK(wy_ut_scan_groups_model(GdnShape{B, 16384, HV, HV, 128, 128}, 132) == 9);
+    CHECK(wy_ut_scan_groups_model(GdnShape{B, 65536, HV, HV, 128, 128}, 132) == 9);
   }
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{2, 16384, 4, 4, 128, 128}, 132) == 5);
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{4, 65536, 2, 2, 128, 128}, 132) == 5);
-  CHECK(gdn_wy_ut_scan_groups(GdnShape{4, 16384, 4, 4, 128, 128}, 132) == 1);
+  CHECK(wy_ut_scan_groups_model(GdnShape{2, 16384, 4, 4, 128, 128}, 132) == 5);
+  CHECK(wy_ut_scan_groups_model(GdnShape{4, 65536, 2, 2, 128, 128}, 132) == 5);
+  CHECK(wy_ut_scan_groups_model(GdnShape{4, 16384, 4, 4, 128, 128}, 132) == 1);
   const int64_t T = GENERATE(64, 1000, 8192, 65536, 1 << 20);
   const int64_t HV = GENERATE(1, 2, 8, 32, 64);
   const int64_t KV = GENERATE(64, 128, 256);
   const int64_t resident = GENERATE(1, 132, 264);
-  const int64_t G = gdn_wy_ut_scan_groups(GdnShape{1, T, 1, HV, KV, KV}, resident);
+  const int64_t G = wy_ut_scan_groups_model(GdnShape{1, T, 1, HV, KV, KV}, resident);
   const int64_t N = (T + 63) / 64;
   INFO("T " << T << " HV " << HV << " K = V = " << KV << " resident " << resident << " -> " << G);
   CHECK(G >= 1);

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -894,9 +896,25 @@ TEST_CASE("execute_cases: one row per case, references per problem, unsupported 
   }
 }
 
-TEST_CASE("CSV rows carry the kernels' non-default build knobs after the sha", "[harness][csv]") {
-  CHECK(sha_with_build_flags("abc123", "") == "abc123");
-  CHECK(sha_with_build_flags("abc123", "GDNBENCH_DECODE_STATE_KERNEL=2") == "abc123+GDNBENCH_DECODE_STATE_KERNEL=2");
-  // This is the default build (CI's): none of its knobs may differ from the default.
-  CHECK(kernel_build_flags().empty());
+TEST_CASE("no preprocessor knob chooses a kernel: the git_sha names the code that ran", "[harness][plans]") {
+  // A kernel file that reads a macro of its own (#ifndef GDNBENCH_..., #if GDN_...) could build two
+  // programs from one sha; plans (kernels/launch_plans.h) and --plan choose kernels instead.
+  namespace fs = std::filesystem;
+  const std::regex knob(R"(^\s*#\s*(if|ifdef|ifndef|elif)\b.*\b(GDNBENCH|GDN)_[A-Z0-9_]+)");
+  int files = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(std::string(GDNBENCH_SOURCE_DIR) + "/kernels")) {
+    const std::string ext = entry.path().extension().string();
+    if (ext != ".cu" && ext != ".cuh" && ext != ".h" && ext != ".cpp" && ext != ".inl") continue;
+    ++files;
+    std::ifstream in(entry.path());
+    int line_no = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      // GDNBENCH_MUTATION_HOOKS plants the CPU mutation check's bugs (never in the CLI's kernels).
+      if (line.find("GDNBENCH_MUTATION_HOOKS") != std::string::npos) continue;
+      INFO(entry.path().string() << ":" << line_no << ": " << line);
+      CHECK_FALSE(std::regex_search(line, knob));
+    }
+  }
+  CHECK(files > 10);
 }
