@@ -1,6 +1,7 @@
 #include "harness/cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -74,6 +75,7 @@ po::options_description option_description() {
       ("graph", "timing: time replays of a CUDA graph of the launch")
       ("no-ceilings", "run: do not measure the device ceilings first (no fraction columns)")
       ("no-progress", "do not print progress to stderr")
+      ("allow-empty", "exit 0 when every case was SKIPPED (without it a run that verified nothing exits 4)")
       ("determinism", s("auto"), "launch each passing case twice and compare o and hT bitwise: on, "
                                  "off; auto: on for verify, off for run")
       ("attention-ref", s("auto"), "attention cases: float64 reference of every query row (full), or of a "
@@ -125,10 +127,10 @@ double parse_double(const std::string& flag, const std::string& text) {
   try {
     size_t used = 0;
     const double v = std::stod(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
+    if (used != text.size() || !std::isfinite(v)) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
-    throw UsageError(fmt::format("--{}: '{}' is not a number", flag, text));
+    throw UsageError(fmt::format("--{}: '{}' is not a finite number", flag, text));
   }
 }
 
@@ -240,8 +242,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   const double scale = parse_double("scale", opt(vm, "scale"));
   const double k_norm = parse_double("k-norm", opt(vm, "k-norm"));
   const double h0_scale = parse_double("h0-scale", opt(vm, "h0-scale"));
-  if (!(k_norm > 0.0 && k_norm < 1e6)) throw UsageError("--k-norm: must be positive and below 1e6");
-  if (!(h0_scale > 0.0 && h0_scale < 1e30)) throw UsageError("--h0-scale: must be positive and below 1e30");
+  if (const std::string bad = problem_option_error(scale, k_norm, h0_scale); !bad.empty()) throw UsageError(bad);
 
   std::vector<std::string> plans = split_list(opt(vm, "plan"));
   if (plans.empty()) throw UsageError("--plan: empty list");
@@ -260,6 +261,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
     for (const VariantInfo& v : variant_registry())
       if (v.backend == Backend::cpu ? !cuda_available : cuda_available) variants.push_back({&v, false});
   } else {
+    if (split_list(vtext).empty())
+      throw UsageError("--variants: empty selection (name variants, or auto; gdnbench list shows them)");
     for (const std::string& name : split_list(vtext)) {
       const VariantInfo* v = find_variant(name);
       if (!v) throw UsageError(fmt::format("--variants: unknown variant '{}' (gdnbench list shows them)", name));
@@ -388,6 +391,7 @@ std::string usage_text() {
          "  check     gdnbench check DIR --o o.npy [--ht hT.npy]: judge an external kernel's output\n"
          "            (exit 0 PASS, 1 FAIL); see gdnbench dump --help, gdnbench check --help\n\n"
          "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
+         "            4 nothing verified (every case SKIPPED; --allow-empty makes that 0),\n"
          "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n\n"
       << option_description();
   return out.str();
@@ -463,6 +467,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   if (threads < 0 || threads > kMaxValue) throw UsageError("--threads: must be 0 (all cores) or a positive int");
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));
   inv.progress = !base.count("no-progress");
+  inv.allow_empty = base.count("allow-empty") > 0;
   inv.measure_ceilings = !base.count("no-ceilings");
   const std::string determinism = opt(base, "determinism");
   if (determinism != "auto" && determinism != "on" && determinism != "off")

@@ -34,6 +34,7 @@ struct Invocation {
   int cpu_threads = 1;
   bool progress = true;
   bool list_plans = false;  // list --plans
+  bool allow_empty = false;  // --allow-empty: a run whose every case was SKIPPED exits 0, not 4
   bool measure_ceilings = true;  // run on a GPU: measure ceilings first for the fraction columns
   bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
   RefMode attention_ref = RefMode::automatic;  // --attention-ref

@@ -219,7 +219,10 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
   for (int64_t x : {s.B, s.T, s.H, s.HV, s.K, s.V})
     if (x <= 0 || x > 2147483647) throw UsageError(fmt::format("check: {}: sizes must be positive ints", manifest));
   if (s.HV % s.H != 0) throw UsageError(fmt::format("check: {}: HV is not a multiple of H", manifest));
-  if (!(p.scale > 0) || !std::isfinite(p.scale)) throw UsageError(fmt::format("check: {}: scale must be positive", manifest));
+  if (!(p.scale > 0)) throw UsageError(fmt::format("check: {}: scale must be positive", manifest));
+  // The command line's ranges (a manifest is another way to state a problem).
+  if (const std::string bad = problem_option_error(p.scale, p.k_norm, p.h0_scale); !bad.empty())
+    throw UsageError(fmt::format("check: {}: {}", manifest, bad.substr(2)));
   for (const char* key : {"q", "k", "v", "g", "beta", "h0"})
     d.files[key] = m.get<std::string>(std::string("files.") + key, "");
   return d;
@@ -306,15 +309,7 @@ ResultRow check_external(const CheckOptions& opt) {
   row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);  // as `verify` judges
   if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
 
-  std::vector<std::string> problems;
-  if (!row.o.finite_ok()) problems.push_back(fmt::format("o: {} non-finite", row.o.nan_count + row.o.unwritten));
-  else if (!(row.o.rel_l2 <= row.tol.o_rel_l2))
-    problems.push_back(fmt::format("o rel_l2 {:.3g} > {:.3g}", row.o.rel_l2, row.tol.o_rel_l2));
-  if (row.ht.present) {
-    if (!row.ht.finite_ok()) problems.push_back(fmt::format("hT: {} non-finite", row.ht.nan_count + row.ht.unwritten));
-    else if (!(row.ht.rel_l2 <= row.tol.ht_rel_l2))
-      problems.push_back(fmt::format("hT rel_l2 {:.3g} > {:.3g}", row.ht.rel_l2, row.tol.ht_rel_l2));
-  }
+  const std::vector<std::string> problems = output_problems(row, p.dtype);  // as `verify` judges
   row.status = problems.empty() ? Status::pass : Status::fail;
   for (const std::string& x : problems) row.reason += (row.reason.empty() ? "" : "; ") + x;
   if (!opt.ref_o_path.empty())

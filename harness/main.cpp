@@ -1,5 +1,6 @@
 // gdnbench: verify and time gated DeltaNet kernels against a float64 reference.
-// Exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error.
+// Exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error, 4 nothing
+// verified (every case SKIPPED, without --allow-empty), 130 interrupted.
 #include <unistd.h>
 
 #include <algorithm>
@@ -217,6 +218,14 @@ int run_main(const std::vector<std::string>& args) {
                  c.variant->name, gpu.why_not);
       return 3;
     }
+  // A run that verified nothing (every case SKIPPED, none kept by --resume) did not do its job.
+  if (summary.passed == 0 && resumed.kept_rows == 0 && !inv.allow_empty) {
+    const auto first = std::find_if(summary.rows.begin(), summary.rows.end(),
+                                    [](const ResultRow& r) { return r.status == Status::skipped; });
+    fmt::print(stderr, "gdnbench: nothing verified: all {} cases were SKIPPED{}; --allow-empty accepts that (exit 4)\n",
+               summary.rows.size(), first == summary.rows.end() ? "" : " (the first: " + first->reason + ")");
+    return 4;
+  }
   return 0;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -61,6 +62,8 @@ class Comparison {
 
   // Element i of the output against its float64 reference r.
   void against(int64_t i, float x, double r) {
+    ++m_.referenced;
+    if (!std::isfinite(r)) ++m_.ref_nonfinite;
     const double a = std::fabs(r);
     const bool beyond = !(a < edge_hi_);  // NaN and inf references too
     const bool at_edge = !beyond && a >= edge_lo_;
@@ -70,6 +73,7 @@ class Comparison {
       else if (!overflow_consistent(x, r)) ++m_.overflow_mismatch;
       return;
     }
+    ++m_.compared;
     ref2_ += r * r;
     double rounded = round_to(dtype_, float(r));
     if (!std::isfinite(rounded)) rounded = std::copysign(max_finite_, r);  // at the edge, finite
@@ -113,6 +117,22 @@ class Comparison {
 };
 
 }  // namespace
+
+std::string coverage_problem(const char* what, const TensorMetrics& m, DType dtype) {
+  if (!m.present) return "";
+  if (m.referenced == 0) return std::string(what) + ": no element was compared (the reference covers none)";
+  if (m.ref_nonfinite > 0)
+    return std::string(what) + ": the float64 reference is non-finite at " + std::to_string(m.ref_nonfinite) + " of " +
+           std::to_string(m.referenced) + " elements (the problem overflows float64: nothing to compare there)";
+  if (double(m.compared) < kMinComparedShare * double(m.referenced)) {
+    char share[32];
+    std::snprintf(share, sizeof share, "%.1f%%", 100.0 * double(m.compared) / double(m.referenced));
+    return std::string(what) + ": only " + share + " of its elements compared by value (the reference lies past " +
+           dtype_name(dtype) + "'s range at the rest; at least " + std::to_string(int(kMinComparedShare * 100)) +
+           "% needed)";
+  }
+  return "";
+}
 
 TensorMetrics compare_to_reference(const std::vector<float>& got, const std::vector<double>& ref,
                                    DType out_dtype) {

@@ -27,8 +27,23 @@ struct TensorMetrics {
   // must come back as inf of the reference's sign, or NaN (rule: docs/TOLERANCES.md).
   int64_t ref_overflow = 0;
   int64_t overflow_mismatch = 0;  // of those, elements written finite or as the other inf
+  // What the comparison covered: elements that had a reference, those compared by value (the
+  // reference in the dtype's range: they make rel_l2), and those whose float64 reference is
+  // itself non-finite (nothing to compare with). coverage_problem() judges these.
+  int64_t referenced = 0;
+  int64_t compared = 0;
+  int64_t ref_nonfinite = 0;
   bool finite_ok() const { return nan_count == 0 && unwritten == 0 && overflow_mismatch == 0; }
 };
+
+// A PASS must rest on a comparison: at least this share of a tensor's referenced elements compared
+// by value. The rest may lie past the dtype's range (the kernel must write the matching inf there,
+// docs/TOLERANCES.md), as in the gate's growing-state case (15% of o past fp16's range), but a
+// problem whose reference is mostly past the range tests nothing.
+constexpr double kMinComparedShare = 0.5;
+// Why the comparison of `what` covered too little to judge it (nothing referenced, a non-finite
+// float64 reference, or under kMinComparedShare compared by value), or "" when it covered enough.
+std::string coverage_problem(const char* what, const TensorMetrics& m, DType dtype);
 
 // The smallest magnitude that rounds to infinity in dtype t (round to nearest even): 65520 for
 // fp16, (2 - 2^-8) 2^127 for bf16, (2 - 2^-24) 2^127 for fp32.

@@ -62,3 +62,13 @@ std::string Problem::distributions() const {
   const std::string h0 = !use_h0 ? "none" : h0_scale == 1.0 ? "N" : fmt::format("{}*N", h0_scale);
   return fmt::format("{} v=N {} {} h0={}", k, g, b, h0);
 }
+
+std::string problem_option_error(double scale, double k_norm, double h0_scale) {
+  if (!std::isfinite(scale) || scale < 0.0 || scale > kMaxScale)
+    return fmt::format("--scale: {} is not 0 (K^-1/2) or a positive number up to {:g}", scale, kMaxScale);
+  if (!std::isfinite(k_norm) || !(k_norm > 0.0) || k_norm > kMaxKNorm)
+    return fmt::format("--k-norm: {} is not a positive number up to {:g}", k_norm, kMaxKNorm);
+  if (!std::isfinite(h0_scale) || !(h0_scale > 0.0) || h0_scale > kMaxH0Scale)
+    return fmt::format("--h0-scale: {} is not a positive number up to {:g}", h0_scale, kMaxH0Scale);
+  return "";
+}

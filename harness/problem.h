@@ -26,6 +26,13 @@ const char* beta_dist_name(BetaDist d);
 std::optional<GateDist> parse_gate_dist(const std::string& s);
 std::optional<BetaDist> parse_beta_dist(const std::string& s);
 
+// The ranges of the real-valued problem options, for the command line and dump manifests alike:
+// past them a problem's reference overflows or says nothing (a usage error, never a PASS).
+// scale: 0 (K^-1/2) or in (0, kMaxScale]; k_norm in (0, kMaxKNorm]; h0_scale in (0, kMaxH0Scale].
+constexpr double kMaxScale = 1e3, kMaxKNorm = 100.0, kMaxH0Scale = 1e6;
+// The first of scale, k_norm, h0_scale out of its range, as "--scale: ..." (the flag's name), or "".
+std::string problem_option_error(double scale, double k_norm, double h0_scale);
+
 struct Problem {
   GdnShape shape;
   DType dtype = DType::f32;

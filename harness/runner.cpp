@@ -57,6 +57,25 @@ std::string finite_problem(const char* what, const TensorMetrics& m, DType dtype
   return text;
 }
 
+}  // namespace
+
+std::vector<std::string> output_problems(const ResultRow& row, DType dtype) {
+  std::vector<std::string> problems;
+  const auto judge = [&](const char* what, const TensorMetrics& m, DType dt, double bound) {
+    if (!m.present) return;
+    const std::string thin = coverage_problem(what, m, dt);
+    if (!thin.empty()) problems.push_back(thin);
+    if (!m.finite_ok()) problems.push_back(finite_problem(what, m, dt));
+    else if (!(m.rel_l2 <= bound)) problems.push_back(fmt::format("{} rel_l2 {:.3g} > {:.3g}", what, m.rel_l2, bound));
+  };
+  if (!row.o.present) problems.push_back("o: not compared");
+  judge("o", row.o, dtype, row.tol.o_rel_l2);
+  judge("hT", row.ht, DType::f32, row.tol.ht_rel_l2);
+  return problems;
+}
+
+namespace {
+
 // A second launch of a run that verified, on the same inputs with its outputs poisoned again:
 // o and hT must equal the first launch's bit for bit (RunOptions::check_determinism).
 void check_determinism(const VariantInfo& v, VariantRun& run, const RunOutputs& first, ResultRow& row) {
@@ -211,17 +230,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.tol.o_rel_l2 = fp32_cancellation_bound(row.tol.o_rel_l2, cancellation_kappa(gdn_ref));
     row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);
 
-    std::vector<std::string> problems;
-    if (!row.o.finite_ok())
-      problems.push_back(finite_problem("o", row.o, c.problem.dtype));
-    else if (!(row.o.rel_l2 <= row.tol.o_rel_l2))
-      problems.push_back(fmt::format("o rel_l2 {:.3g} > {:.3g}", row.o.rel_l2, row.tol.o_rel_l2));
-    if (row.ht.present) {
-      if (!row.ht.finite_ok())
-        problems.push_back(finite_problem("hT", row.ht, DType::f32));
-      else if (!(row.ht.rel_l2 <= row.tol.ht_rel_l2))
-        problems.push_back(fmt::format("hT rel_l2 {:.3g} > {:.3g}", row.ht.rel_l2, row.tol.ht_rel_l2));
-    }
+    std::vector<std::string> problems = output_problems(row, c.problem.dtype);
     if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong
       if (out.conv_cache.size() != gdn_ref.conv_cache.size()) {
         problems.push_back(fmt::format("conv cache: {} elements returned, {} expected", out.conv_cache.size(),

@@ -17,10 +17,12 @@
 
 namespace {
 
-// The H200's facts as the kernels' own queries report them (gdnbench list --plans --device-facts
-// on the H200, reports/results/h200/plans/): 132 SMs; the wy_ut scan kernel's resident blocks at
-// K = 64, 128, 256; fused_decode's one-row front-end blocks and stream blocks per SM. The gate's
-// reach must not hang on these: it is checked at half and twice them too.
+// The H200's facts as its kernels' budgets give them (132 SMs; wy_ut's scan kernel holds 92.5 KiB
+// of shared memory at K = 64, 150.5 KiB at K = 128 and 158.3 KiB at K = 256 of an SM's 228 KiB:
+// 2, 1 and 1 blocks per SM; fused_decode's one-row front end at K = V = 128 holds 10 blocks per SM
+// by its registers (kernels/decode.cu); the stream kernel's register cap is set for 3). They are
+// not measured here: `gdnbench list --plans` prints what the device says. So the gate's reach must
+// not hang on them: it is checked at half and twice them too.
 PlanDevice h200_facts(double factor = 1.0) {
   PlanDevice d;
   d.sms = int(132 * factor);
