@@ -4,6 +4,10 @@
 #include <cmath>
 #include <thread>
 
+#include <fmt/format.h>
+
+#include "kernels/frontend.h"
+
 namespace {
 
 uint64_t splitmix64(uint64_t x) {
@@ -167,4 +171,27 @@ RefInputsF64 to_f64(const HostInputs& in) {
   r.v_cache = &in.v_cache;
   r.fe = frontend_to_f64(in.fe);
   return r;
+}
+
+double input_bytes(const Problem& p) {
+  const GdnShape& s = p.shape;
+  const double B = double(s.B), T = double(s.T), HV = double(s.HV);
+  const double cqk = double(s.H) * double(s.K), cv = HV * double(s.V);
+  double elems = p.use_h0 ? B * HV * double(s.K) * double(s.V) : 0.0;
+  if (p.frontend)
+    elems += B * T * (2 * cqk + cv) + 2 * B * T * HV + 2 * HV + (2 * cqk + cv) * (kConvWidth + 1) +
+             (p.use_h0 ? B * (2 * cqk + cv) * kConvCache : 0.0);
+  else
+    elems += B * T * (2 * cqk + cv) + (p.use_gate ? 2 : 1) * B * T * HV;
+  return 4.0 * elems;
+}
+
+std::string inputs_out_of_memory(const Problem& p, bool with_f64) {
+  const GdnShape& s = p.shape;
+  const double bytes = input_bytes(p);
+  return fmt::format("out of host memory for the inputs of the problem {} B={} T={} H={} HV={} K={} V={}{}{}: "
+                     "they take {:.4g} bytes as float32{}; use smaller B, T, H, HV, K or V",
+                     dtype_name(p.dtype), s.B, s.T, s.H, s.HV, s.K, s.V, p.use_h0 ? " h0=on" : "",
+                     p.frontend ? " frontend=on" : "", bytes,
+                     with_f64 ? fmt::format(" and {:.4g} more as the float64 copies of the reference", 2 * bytes) : "");
 }

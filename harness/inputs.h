@@ -3,6 +3,7 @@
 // dtype here, so the reference sees exactly what the kernels see.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "harness/frontend_inputs.h"
@@ -45,3 +46,9 @@ struct RefInputsF64 {
   GdnRefInputs view() const;
 };
 RefInputsF64 to_f64(const HostInputs& in);
+
+// Bytes of the float tensors make_inputs(p) allocates (the KV cache aside).
+double input_bytes(const Problem& p);
+// One line for host memory running out while making p's inputs: the problem's sizes and the bytes
+// asked for (with_f64: and the float64 copies of to_f64, twice as many more).
+std::string inputs_out_of_memory(const Problem& p, bool with_f64);

@@ -370,8 +370,12 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         ref_in = RefInputsF64{};
         gdn_ref = GdnRefOutputs{};
         attn_ref = AttentionRef{};
-        inputs = make_inputs(c.problem);
-        ref_in = to_f64(inputs);
+        try {
+          inputs = make_inputs(c.problem);
+          ref_in = to_f64(inputs);
+        } catch (const std::bad_alloc&) {  // say which problem and how many bytes, in one line
+          throw std::runtime_error(inputs_out_of_memory(c.problem, true));
+        }
         have_gdn_ref = have_attn_ref = false;
       }
       if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
