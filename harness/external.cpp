@@ -21,6 +21,7 @@
 #include "harness/csv_read.h"
 #include "harness/npy.h"
 #include "harness/runner.h"
+#include "kernels/frontend.h"
 
 namespace fs = std::filesystem;
 
@@ -106,47 +107,112 @@ std::string problem_text(const Problem& p) {
   const GdnShape& s = p.shape;
   return fmt::format("{} B={} T={} H={} HV={} K={} V={} gate={} delta={} h0={}", dtype_name(p.dtype), s.B,
                      s.T, s.H, s.HV, s.K, s.V, p.use_gate ? "on" : "off", p.use_delta ? "on" : "off",
-                     p.use_h0 ? "on" : "off");
+                     p.use_h0 ? "on" : "off") + (p.frontend ? " frontend=on" : "");
+}
+
+// The files of a front-end problem's inputs (harness/frontend_inputs.h), in the manifest's order:
+// the raw projections, the gate and beta projections, A_log, dt_bias, the conv weights and biases,
+// and (h0 on: the problem continues a sequence) the initial conv caches. h0 is written as always.
+struct FrontEndFile {
+  const char* key;
+  std::vector<int64_t> shape;
+  std::vector<float> FrontEndHost::*member;
+};
+std::vector<FrontEndFile> frontend_files(const Problem& p) {
+  const GdnShape& s = p.shape;
+  const int64_t cqk = s.H * s.K, cv = s.HV * s.V;
+  using F = FrontEndHost;
+  std::vector<FrontEndFile> f = {
+      {"x_q", {s.B, s.T, cqk}, &F::x_q},   {"x_k", {s.B, s.T, cqk}, &F::x_k},
+      {"x_v", {s.B, s.T, cv}, &F::x_v},    {"a", {s.B, s.T, s.HV}, &F::a},
+      {"b", {s.B, s.T, s.HV}, &F::b},      {"A_log", {s.HV}, &F::A_log},
+      {"dt_bias", {s.HV}, &F::dt_bias},    {"w_q", {cqk, kConvWidth}, &F::w_q},
+      {"w_k", {cqk, kConvWidth}, &F::w_k}, {"w_v", {cv, kConvWidth}, &F::w_v},
+      {"bias_q", {cqk}, &F::bias_q},       {"bias_k", {cqk}, &F::bias_k},
+      {"bias_v", {cv}, &F::bias_v}};
+  if (p.use_h0) {
+    f.push_back({"cache_q", {s.B, cqk, kConvCache}, &F::cache_q});
+    f.push_back({"cache_k", {s.B, cqk, kConvCache}, &F::cache_k});
+    f.push_back({"cache_v", {s.B, cv, kConvCache}, &F::cache_v});
+  }
+  return f;
+}
+
+// Every key a manifest's files may name.
+std::vector<std::string> manifest_file_keys() {
+  std::vector<std::string> keys = {"q", "k", "v", "g", "beta", "h0"};
+  Problem fe;
+  fe.use_h0 = true;
+  for (const FrontEndFile& f : frontend_files(fe)) keys.push_back(f.key);
+  return keys;
 }
 
 }  // namespace
 
 void dump_problem(const Problem& p, const std::string& dir) {
+  const HostInputs in = make_inputs(p);  // first: a problem too large for host memory creates no directory
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (!fs::is_directory(dir)) throw std::runtime_error(fmt::format("cannot create directory '{}'", dir));
-  const HostInputs in = make_inputs(p);
   const GdnShape& s = p.shape;
   const auto path = [&](const char* f) { return (fs::path(dir) / f).string(); };
-  write_npy(path("q.npy"), dims({s.B, s.T, s.H, s.K}), in.q.data(), NpyType::f4);
-  write_npy(path("k.npy"), dims({s.B, s.T, s.H, s.K}), in.k.data(), NpyType::f4);
-  write_npy(path("v.npy"), dims({s.B, s.T, s.HV, s.V}), in.v.data(), NpyType::f4);
-  if (p.use_gate) write_npy(path("g.npy"), dims({s.B, s.T, s.HV}), in.g.data(), NpyType::f4);
-  write_npy(path("beta.npy"), dims({s.B, s.T, s.HV}), in.beta.data(), NpyType::f4);
-  if (p.use_h0) write_npy(path("h0.npy"), dims({s.B, s.HV, s.K, s.V}), in.h0.data(), NpyType::f4);
-
-  std::string files = "\"q\": \"q.npy\", \"k\": \"k.npy\", \"v\": \"v.npy\"";
-  if (p.use_gate) files += ", \"g\": \"g.npy\"";
-  files += ", \"beta\": \"beta.npy\"";
-  if (p.use_h0) files += ", \"h0\": \"h0.npy\"";
+  std::string files;
+  // Each file written is named in the manifest's files (a tensor the problem lacks is neither).
+  const auto put = [&](const char* key, const std::vector<int64_t>& shape, const std::vector<float>& x) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    if (int64_t(x.size()) != n)  // never write past a tensor: make_inputs made another kind of problem
+      throw std::logic_error(fmt::format("dump: {} holds {} elements, its shape {} needs {}", key, x.size(),
+                                         fmt::join(shape, "x"), n));
+    const std::string file = std::string(key) + ".npy";
+    write_npy(path(file.c_str()), shape, x.data(), NpyType::f4);
+    files += fmt::format("{}\"{}\": \"{}\"", files.empty() ? "" : ", ", key, file);
+  };
+  if (p.frontend) {
+    for (const FrontEndFile& f : frontend_files(p)) put(f.key, f.shape, in.fe.*(f.member));
+  } else {
+    put("q", dims({s.B, s.T, s.H, s.K}), in.q);
+    put("k", dims({s.B, s.T, s.H, s.K}), in.k);
+    put("v", dims({s.B, s.T, s.HV, s.V}), in.v);
+    if (p.use_gate) put("g", dims({s.B, s.T, s.HV}), in.g);
+    put("beta", dims({s.B, s.T, s.HV}), in.beta);
+  }
+  if (p.use_h0) put("h0", dims({s.B, s.HV, s.K, s.V}), in.h0);
   std::string m = "{\n";
   m += fmt::format("  \"format\": \"gdnbench-dump\",\n  \"version\": {},\n", kDumpVersion);
   m += fmt::format("  \"B\": {}, \"T\": {}, \"H\": {}, \"HV\": {}, \"K\": {}, \"V\": {},\n", s.B, s.T, s.H,
                    s.HV, s.K, s.V);
   m += fmt::format("  \"dtype\": \"{}\",\n", dtype_name(p.dtype));
-  m += "  \"storage\": \"every file is float32 (<f4); q, k, v hold values exactly representable in dtype, "
-       "so casting them to dtype does not round\",\n";
+  if (p.frontend)
+    m += "  \"storage\": \"every file is float32 (<f4); all but A_log and dt_bias (float32 parameters) hold values "
+         "exactly representable in dtype, so casting them to dtype does not round\",\n";
+  else
+    m += "  \"storage\": \"every file is float32 (<f4); q, k, v hold values exactly representable in dtype, "
+         "so casting them to dtype does not round\",\n";
   m += fmt::format("  \"scale\": {:.17g},\n", p.resolved_scale());
   m += fmt::format("  \"seed\": {},\n", p.seed);
-  m += fmt::format("  \"gate\": {}, \"delta\": {}, \"h0\": {},\n", json_bool(p.use_gate),
-                   json_bool(p.use_delta), json_bool(p.use_h0));
+  m += fmt::format("  \"gate\": {}, \"delta\": {}, \"h0\": {}, \"frontend\": {},\n", json_bool(p.use_gate),
+                   json_bool(p.use_delta), json_bool(p.use_h0), json_bool(p.frontend));
   m += fmt::format("  \"gate_dist\": \"{}\", \"beta_dist\": \"{}\", \"k_norm\": {:.17g}, \"h0_scale\": {:.17g},\n",
                    gate_dist_name(p.gate_dist), beta_dist_name(p.beta_dist), p.k_norm, p.h0_scale);
   m += fmt::format("  \"distributions\": {},\n", json_string(p.distributions()));
   m += "  \"files\": {" + files + "},\n";
-  m += "  \"layouts\": {\"q\": \"[B, T, H, K]\", \"k\": \"[B, T, H, K]\", \"v\": \"[B, T, HV, V]\", "
-       "\"g\": \"[B, T, HV] log decay\", \"beta\": \"[B, T, HV]\", \"h0\": \"[B, HV, K, V] float32\", "
-       "\"o\": \"[B, T, HV, V] in dtype\", \"hT\": \"[B, HV, K, V] float32\"},\n";
+  if (p.frontend) {
+    m += "  \"layouts\": {\"x_q\": \"[B, T, H*K]\", \"x_k\": \"[B, T, H*K]\", \"x_v\": \"[B, T, HV*V]\", "
+         "\"a\": \"[B, T, HV]\", \"b\": \"[B, T, HV]\", \"A_log\": \"[HV] float32\", \"dt_bias\": \"[HV] float32\", "
+         "\"w_q\": \"[H*K, 4]\", \"w_k\": \"[H*K, 4]\", \"w_v\": \"[HV*V, 4]\", \"bias_q\": \"[H*K]\", "
+         "\"bias_k\": \"[H*K]\", \"bias_v\": \"[HV*V]\", \"cache_q\": \"[B, H*K, 3]\", \"cache_k\": \"[B, H*K, 3]\", "
+         "\"cache_v\": \"[B, HV*V, 3]\", \"h0\": \"[B, HV, K, V] float32\", \"o\": \"[B, T, HV, V] in dtype\", "
+         "\"hT\": \"[B, HV, K, V] float32\", \"final caches\": \"as cache_q, cache_k, cache_v\"},\n";
+    m += "  \"frontend_ops\": \"channel c = head * dim + i; per channel y_t = bias + sum_i w[i] x_{t-3+i} (tap 3 the "
+         "current token; inputs before t = 0 from the cache, oldest first, zeros without one), then SiLU; q, k L2 "
+         "normalised per head (x / sqrt(sum x^2 + 1e-6)); g = -exp(A_log) softplus(a + dt_bias); beta = sigmoid(b); "
+         "the final caches hold the last 3 inputs\",\n";
+  } else {
+    m += "  \"layouts\": {\"q\": \"[B, T, H, K]\", \"k\": \"[B, T, H, K]\", \"v\": \"[B, T, HV, V]\", "
+         "\"g\": \"[B, T, HV] log decay\", \"beta\": \"[B, T, HV]\", \"h0\": \"[B, HV, K, V] float32\", "
+         "\"o\": \"[B, T, HV, V] in dtype\", \"hT\": \"[B, HV, K, V] float32\"},\n";
+  }
   m += "  \"recurrence\": \"S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T; "
        "o_t = S_t^T (scale q_t)\"\n}\n";
   std::ofstream f(path("manifest.json"), std::ios::trunc);
@@ -212,6 +278,7 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
     p.beta_dist = *bd;
     p.k_norm = m.get<double>("k_norm");
     p.h0_scale = m.get<double>("h0_scale");
+    p.frontend = m.get<bool>("frontend", false);  // manifests written before front-end dumps lack it
   } catch (const pt::ptree_error& e) {
     throw UsageError(fmt::format("check: {}: {}", manifest, e.what()));
   }
@@ -223,12 +290,17 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
   // The command line's ranges (a manifest is another way to state a problem).
   if (const std::string bad = problem_option_error(p.scale, p.k_norm, p.h0_scale); !bad.empty())
     throw UsageError(fmt::format("check: {}: {}", manifest, bad.substr(2)));
-  for (const char* key : {"q", "k", "v", "g", "beta", "h0"})
-    d.files[key] = m.get<std::string>(std::string("files.") + key, "");
+  // The front end derives g and beta from a and b (gdnbench dump writes no other such problem).
+  if (p.frontend && !p.use_gate)
+    throw UsageError(fmt::format("check: {}: a front-end problem needs gate true", manifest));
+  for (const std::string& key : manifest_file_keys())
+    d.files[key] = m.get<std::string>("files." + key, "");
   return d;
 }
 
-DumpedProblem read_dump(const std::string& dir) {
+namespace {
+
+DumpManifest read_manifest(const std::string& dir) {
   const std::string manifest = (fs::path(dir) / "manifest.json").string();
   if (!fs::is_regular_file(manifest))
     throw UsageError(fmt::format("check: no '{}' (make the directory with gdnbench dump)", manifest));
@@ -236,7 +308,14 @@ DumpedProblem read_dump(const std::string& dir) {
   if (!mf) throw UsageError(fmt::format("check: {}: not valid JSON ({}: cannot open file)", manifest, manifest));
   std::ostringstream text;
   text << mf.rdbuf();
-  const DumpManifest m = parse_dump_manifest(text.str(), manifest);
+  return parse_dump_manifest(text.str(), manifest);
+}
+
+}  // namespace
+
+DumpedProblem read_dump(const std::string& dir) {
+  const std::string manifest = (fs::path(dir) / "manifest.json").string();
+  const DumpManifest m = read_manifest(dir);
   DumpedProblem d;
   d.problem = m.problem;
   const Problem& p = d.problem;
@@ -247,14 +326,46 @@ DumpedProblem read_dump(const std::string& dir) {
     return name;
   };
   HostInputs& in = d.inputs;
-  in.q = read_input(dir, file("q"), "q", dims({s.B, s.T, s.H, s.K}));
-  in.k = read_input(dir, file("k"), "k", dims({s.B, s.T, s.H, s.K}));
-  in.v = read_input(dir, file("v"), "v", dims({s.B, s.T, s.HV, s.V}));
-  if (p.use_gate) in.g = read_input(dir, file("g"), "g", dims({s.B, s.T, s.HV}));
-  in.beta = read_input(dir, file("beta"), "beta", dims({s.B, s.T, s.HV}));
+  if (p.frontend) {
+    for (const FrontEndFile& f : frontend_files(p)) in.fe.*(f.member) = read_input(dir, file(f.key), f.key, f.shape);
+  } else {
+    in.q = read_input(dir, file("q"), "q", dims({s.B, s.T, s.H, s.K}));
+    in.k = read_input(dir, file("k"), "k", dims({s.B, s.T, s.H, s.K}));
+    in.v = read_input(dir, file("v"), "v", dims({s.B, s.T, s.HV, s.V}));
+    if (p.use_gate) in.g = read_input(dir, file("g"), "g", dims({s.B, s.T, s.HV}));
+    in.beta = read_input(dir, file("beta"), "beta", dims({s.B, s.T, s.HV}));
+  }
   if (p.use_h0) in.h0 = read_input(dir, file("h0"), "h0", dims({s.B, s.HV, s.K, s.V}));
   return d;
 }
+
+namespace {
+
+// A front-end problem's final conv caches (check --cache-q --cache-k --cache-v): copies of inputs,
+// so, as `verify` judges them, exact or wrong. Marks the row FAIL with the reason when they differ.
+void judge_conv_caches(const CheckOptions& opt, const Problem& p, const GdnRefOutputs& ref, ResultRow& row) {
+  if (opt.cache_paths.empty()) return;
+  if (ref.conv_cache.empty())
+    throw UsageError("check: the final conv caches need gdnbench's float64 reference: give --ht with --ref-o");
+  const GdnShape& s = p.shape;
+  const int64_t cqk = s.H * s.K, cv = s.HV * s.V;
+  const char* flags[3] = {"--cache-q", "--cache-k", "--cache-v"};
+  std::vector<float> got;
+  for (int i = 0; i < 3; ++i) {
+    const std::vector<double> x = read_output(opt.cache_paths[size_t(i)], flags[i],
+                                              dims({s.B, i < 2 ? cqk : cv, kConvCache}));
+    got.insert(got.end(), x.begin(), x.end());
+  }
+  row.conv = compare_to_reference(got, ref.conv_cache, p.dtype);
+  std::string bad;
+  if (!row.conv.finite_ok()) bad = fmt::format("conv cache: {} non-finite", row.conv.nan_count + row.conv.unwritten);
+  else if (row.conv.rel_l2 != 0.0) bad = fmt::format("conv cache rel_l2 {:.3g}, must be exact", row.conv.rel_l2);
+  if (bad.empty()) return;
+  row.status = Status::fail;
+  row.reason += (row.reason.empty() ? "" : "; ") + bad;
+}
+
+}  // namespace
 
 ResultRow check_external(const CheckOptions& opt) {
   const DumpedProblem d = read_dump(opt.dir);
@@ -263,7 +374,11 @@ ResultRow check_external(const CheckOptions& opt) {
   const bool is_gdn = opt.family == "gdn";
   if (!is_gdn && opt.family != "attention")
     throw UsageError(fmt::format("check: --family '{}' is not gdn or attention", opt.family));
+  if (!is_gdn && p.frontend)
+    throw UsageError("check: --family attention: the dump is a front-end problem (raw projections, no q, k, v)");
   if (!is_gdn && s.H != s.HV) throw UsageError("check: --family attention needs H == HV");
+  if (!opt.cache_paths.empty() && !p.frontend)
+    throw UsageError("check: --cache-q/--cache-k/--cache-v are for front-end dumps (gdnbench dump --frontend on)");
 
   ResultRow row;
   row.problem = p;
@@ -273,7 +388,7 @@ ResultRow check_external(const CheckOptions& opt) {
   row.precision = precision_name(opt.precision);
   row.device = opt.device;
   row.flops = is_gdn ? gdn_flops(p) : attention_flops(p);
-  row.bytes = is_gdn ? gdn_min_bytes(p) : attention_min_bytes(p);
+  row.bytes = !is_gdn ? attention_min_bytes(p) : p.frontend ? frontend_min_bytes_f32_state(p) : gdn_min_bytes(p);
   row.tol = tolerance_for(opt.precision, p.dtype);
 
   const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));
@@ -312,6 +427,7 @@ ResultRow check_external(const CheckOptions& opt) {
   const std::vector<std::string> problems = output_problems(row, p.dtype);  // as `verify` judges
   row.status = problems.empty() ? Status::pass : Status::fail;
   for (const std::string& x : problems) row.reason += (row.reason.empty() ? "" : "; ") + x;
+  judge_conv_caches(opt, p, gdn_ref, row);
   if (!opt.ref_o_path.empty())
     row.reason += (row.reason.empty() ? "" : "; ") + std::string("o judged against --ref-o (float64 computed outside gdnbench)");
   return row;
@@ -319,21 +435,31 @@ ResultRow check_external(const CheckOptions& opt) {
 
 std::string dump_usage_text() {
   return "usage: gdnbench dump [problem options as for run: --T --B --H --HV --K --V --dtypes --gate --delta\n"
-         "                      --h0 --gate-dist --beta-dist --scale --k-norm --h0-scale --seed] --out DIR\n"
+         "                      --h0 --frontend --gate-dist --beta-dist --scale --k-norm --h0-scale --seed]\n"
+         "                      --out DIR\n"
          "  Writes one problem's inputs (q, k, v, g, beta, h0 as float32 .npy, values exact in the dtype)\n"
          "  and manifest.json to DIR. The options must describe exactly one problem (no lists).\n"
-         "  Without --suite no suite is read: the defaults of gdnbench run --help apply.\n";
+         "  --frontend on: the raw projections and front-end parameters instead of q, k, v, g, beta\n"
+         "  (x_q x_k x_v a b A_log dt_bias w_q w_k w_v bias_q bias_k bias_v, with h0 on also the conv\n"
+         "  caches cache_q cache_k cache_v; manifest.json gives their layouts and the front end's ops).\n"
+         "  Without --suite no suite is read: the option defaults of gdnbench run --help apply\n"
+         "  (not the values of suites/default.ini).\n";
 }
 
 std::string check_usage_text() {
   return "usage: gdnbench check DIR --o o.npy [--ht hT.npy] [--ht-layout kv|vk] [--variant-name NAME]\n"
-         "                      [--family gdn|attention] [--precision tensor_core|fp32_math]\n"
-         "                      [--ref-o ref.npy] [--device NAME] [--csv OUT.csv] [--threads N]\n"
+         "                      [--family gdn|attention] [--precision P] [--ref-o ref.npy]\n"
+         "                      [--device NAME] [--csv OUT.csv] [--threads N]\n"
+         "                      [--cache-q q.npy --cache-k k.npy --cache-v v.npy]\n"
          "  Judges an external output against the float64 reference of the inputs in DIR (from\n"
          "  gdnbench dump), with the metrics and tolerance table of gdnbench verify. o: [B, T, HV, V]\n"
          "  as <f4, <f8, <f2 or <u2 (bf16 bits); hT: [B, HV, K, V] (vk: [B, HV, V, K]). --ref-o: a\n"
          "  float64 o computed elsewhere (attention too large for the CPU reference). --csv: append\n"
-         "  the verdict as a row of the CSV schema (untimed). Exit 0 PASS, 1 FAIL, 2 usage error.\n";
+         "  the verdict as a row of the CSV schema (untimed). --precision: the row of the tolerance\n"
+         "  table (tensor_core, fp32_math, tensor_core_frontend, bf16_state; default tensor_core, or\n"
+         "  tensor_core_frontend for a front-end dump). A front-end dump (dump --frontend on): the\n"
+         "  reference runs the front end too; --cache-q/k/v: the final conv caches [B, channels, 3],\n"
+         "  which must be exact. Exit 0 PASS, 1 FAIL, 2 usage error.\n";
 }
 
 int run_dump(const std::vector<std::string>& args) {
@@ -367,6 +493,8 @@ int run_dump(const std::vector<std::string>& args) {
     throw UsageError("dump: --context is not dumped (the KV cache of attention decode); use --context 0");
   try {
     dump_problem(*distinct[0], inv.out_path);
+  } catch (const std::bad_alloc&) {  // the problem, not --out: say its sizes and the bytes asked for
+    throw std::runtime_error("dump: " + inputs_out_of_memory(*distinct[0], false));
   } catch (const std::exception& e) {
     throw UsageError(fmt::format("dump: --out: {}", e.what()));
   }
@@ -381,7 +509,8 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
       return 0;
     }
   const Flags f = parse_flags(args, {"--o", "--ht", "--ht-layout", "--variant-name", "--family", "--precision",
-                                     "--ref-o", "--device", "--csv", "--threads"},
+                                     "--ref-o", "--device", "--csv", "--threads", "--cache-q", "--cache-k",
+                                     "--cache-v"},
                               "check", "see gdnbench check --help");
   if (f.positional.size() != 1) throw UsageError("check: give one dump directory; see gdnbench check --help");
   if (!f.values.count("--o")) throw UsageError("check: --o o.npy is required");
@@ -394,12 +523,26 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
   if (layout != "kv" && layout != "vk") throw UsageError("check: --ht-layout must be kv or vk");
   opt.ht_vk = layout == "vk";
   opt.ref_o_path = get("--ref-o", "");
+  const int caches = int(f.values.count("--cache-q") + f.values.count("--cache-k") + f.values.count("--cache-v"));
+  if (caches != 0 && caches != 3)
+    throw UsageError("check: give all of --cache-q, --cache-k and --cache-v (the final conv caches) or none");
+  if (caches == 3) opt.cache_paths = {f.values.at("--cache-q"), f.values.at("--cache-k"), f.values.at("--cache-v")};
   opt.variant = get("--variant-name", "external");
   if (opt.variant.empty()) throw UsageError("check: --variant-name must not be empty");
   opt.family = get("--family", "gdn");
-  const std::string prec = get("--precision", "tensor_core");
-  if (prec != "tensor_core" && prec != "fp32_math") throw UsageError("check: --precision must be tensor_core or fp32_math");
-  opt.precision = prec == "tensor_core" ? Precision::tensor_core : Precision::fp32_math;
+  // The default row of the tolerance table: that of the harness's variants of the dump's kind (a
+  // front-end dump: tensor_core_frontend, q, k, v rounded to the dtype after the front end).
+  const std::string prec = f.values.count("--precision") ? f.values.at("--precision")
+                           : read_manifest(opt.dir).problem.frontend ? "tensor_core_frontend"
+                                                                     : "tensor_core";
+  bool known = false;
+  for (Precision x : {Precision::tensor_core, Precision::fp32_math, Precision::tensor_core_frontend, Precision::bf16_state})
+    if (prec == precision_name(x)) {
+      opt.precision = x;
+      known = true;
+    }
+  if (!known)
+    throw UsageError("check: --precision must be tensor_core, fp32_math, tensor_core_frontend or bf16_state");
   opt.device = get("--device", "external");
   const std::string threads = get("--threads", "0");
   if (threads.empty() || threads.size() > 6 || threads.find_first_not_of("0123456789") != std::string::npos)

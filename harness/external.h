@@ -10,6 +10,11 @@
 //   g.npy          [B, T, HV]     float32 log decay (only when gate is on)
 //   beta.npy       [B, T, HV]     float32
 //   h0.npy         [B, HV, K, V]  float32, K x V state (only when h0 is on)
+// A front-end problem ("frontend": true; dump --frontend on) has instead of q, k, v, g, beta the
+// raw projections and front-end parameters of harness/frontend_inputs.h: x_q.npy x_k.npy
+// [B, T, H*K], x_v.npy [B, T, HV*V], a.npy b.npy [B, T, HV], A_log.npy dt_bias.npy [HV],
+// w_q.npy w_k.npy [H*K, 4], w_v.npy [HV*V, 4], bias_q.npy bias_k.npy [H*K], bias_v.npy [HV*V],
+// and with h0 on cache_q.npy cache_k.npy [B, H*K, 3], cache_v.npy [B, HV*V, 3] (and h0.npy).
 // float32 storage was chosen over bf16 bits so any consumer (NumPy, torch) reads the files
 // without a bf16 type, losslessly. `check` reads these files back (what the external code saw),
 // never regenerates them, and accepts o as <f4, <f8, <f2 or <u2 (bf16 bits), hT as any float type.
@@ -35,8 +40,8 @@ struct DumpedProblem {
 DumpedProblem read_dump(const std::string& dir);
 // The manifest alone, from its text (what read_dump reads through); `manifest` names the file in
 // the errors. Throws UsageError as read_dump does (also on JSON nested deeper than 64 levels, which
-// the JSON parser would recurse through). files: "q", "k", "v", "g", "beta", "h0" to the names the
-// manifest gives ("" where it gives none).
+// the JSON parser would recurse through). files: "q", "k", "v", "g", "beta", "h0" and the front-end
+// keys (x_q, ..., cache_v) to the names the manifest gives ("" where it gives none).
 struct DumpManifest {
   Problem problem;
   std::map<std::string, std::string> files;
@@ -48,6 +53,8 @@ struct CheckOptions {
   std::string o_path, ht_path;  // ht_path empty: hT not judged
   bool ht_vk = false;           // hT stored as [B, HV, V, K] (V x K state)
   std::string ref_o_path;       // float64 o computed elsewhere (large attention problems)
+  // Front-end dumps: the final q, k, v conv caches ([B, channels, 3] each), or empty: not judged.
+  std::vector<std::string> cache_paths;
   std::string variant = "external";
   std::string family = "gdn";   // gdn | attention
   Precision precision = Precision::tensor_core;
