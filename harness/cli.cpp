@@ -4,10 +4,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include <boost/make_shared.hpp>
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
@@ -175,13 +177,26 @@ bool has_percent(const std::vector<std::string>& texts) {
                      [](const std::string& t) { return t.find('%') != std::string::npos; });
 }
 
+// Flags are spelled out: an abbreviation (--va for --variants) is unknown, not guessed, so a flag
+// added later never changes what an old command line means. A token that is not a flag or a
+// flag's value (`T=64`) is refused, not ignored.
 po::parsed_options parse_tokens(const std::vector<std::string>& tokens,
                                 const po::options_description& desc, const char* where) {
+  po::parsed_options parsed(&desc);
   try {
-    return po::command_line_parser(tokens).options(desc).run();
+    parsed = po::command_line_parser(tokens)
+                 .options(desc)
+                 .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                 .run();
   } catch (const po::error& e) {
     throw po_usage_error(e, where, has_percent(tokens));
   }
+  for (const po::option& o : parsed.options)
+    if (o.position_key >= 0) {
+      const std::string token = o.original_tokens.empty() ? (o.value.empty() ? "" : o.value[0]) : o.original_tokens[0];
+      throw UsageError(fmt::format("{}: unexpected argument '{}' (flags are --name value or --name=value)", where, token));
+    }
+  return parsed;
 }
 
 // po::store rejects e.g. an option given twice; that is the user's mistake, not a crash.
@@ -199,14 +214,51 @@ void store_or_usage(const po::parsed_options& parsed, po::variables_map& vm, con
   }
 }
 
-std::vector<std::string> split_whitespace(const std::string& s) {
-  std::istringstream in(s);
+// The words of a grid line: split at blanks, where '...' or "..." keeps blanks in a word (the
+// quotes are dropped). A quote left open is refused: the words after it cannot be known.
+std::vector<std::string> split_grid_words(const std::string& s, const std::string& where) {
   std::vector<std::string> out;
-  for (std::string t; in >> t;) out.push_back(t);
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : s) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\n') {
+      if (in_word) out.push_back(word);
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote) throw UsageError(fmt::format("{}: unbalanced {} quote", where, quote == '"' ? "double" : "single"));
+  if (in_word) out.push_back(word);
   return out;
 }
 
+// A list with an empty item (`32,,64`, `64,`) is refused as `,,` alone is: the same for every
+// list. A value of blanks only is left to the caller's "empty list".
+void reject_empty_items(const std::string& flag, const std::string& value) {
+  if (value.find_first_not_of(" \t") == std::string::npos) return;
+  std::string item;
+  for (char c : value + ",") {
+    if (c != ',') {
+      if (c != ' ' && c != '\t') item += c;
+      continue;
+    }
+    if (item.empty()) throw UsageError(fmt::format("--{}: empty item in '{}'", flag, value));
+    item.clear();
+  }
+}
+
 std::vector<int64_t> parse_nonnegative_list(const std::string& flag, const std::string& value) {
+  reject_empty_items(flag, value);
   std::vector<int64_t> out;
   for (const std::string& x : split_list(value)) {
     const int64_t v = parse_int(flag, x);
@@ -221,6 +273,8 @@ std::vector<int64_t> parse_nonnegative_list(const std::string& flag, const std::
 // Expands one fully-merged option set into cases.
 void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed,
                  std::vector<Case>& cases) {
+  for (const char* list : {"variants", "dtypes", "gate", "delta", "h0", "frontend", "gate-dist", "beta-dist", "plan"})
+    reject_empty_items(list, opt(vm, list));  // the size lists check theirs as they parse
   const auto Bs = parse_positive_list("B", opt(vm, "B"));
   const auto Ts = parse_positive_list("T", opt(vm, "T"));
   const auto contexts = parse_nonnegative_list("context", opt(vm, "context"));
@@ -347,6 +401,7 @@ std::vector<std::string> split_list(const std::string& s) {
 }
 
 std::vector<int64_t> parse_positive_list(const std::string& flag, const std::string& value) {
+  reject_empty_items(flag, value);
   std::vector<int64_t> out;
   for (const std::string& x : split_list(value)) {
     const int64_t v = parse_int(flag, x);
@@ -393,32 +448,113 @@ std::string usage_text() {
          "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
          "            4 nothing verified (every case SKIPPED; --allow-empty makes that 0),\n"
          "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n\n"
+         "gdnbench <command> --help: that command's usage. The defaults below are the options' own; a\n"
+         "suite replaces them (run and verify read suites/default.ini without --suite): gdnbench run --help\n"
+         "and gdnbench verify --help show the values that run.\n\n"
       << option_description();
   return out.str();
 }
 
 namespace {
 
+constexpr const char* kCommands = "list, run, verify, ceilings, report, claims, dump or check";
+
+const char* kExitCodes =
+    "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"
+    "            4 nothing verified (every case SKIPPED; --allow-empty makes that 0),\n"
+    "            130 interrupted (SIGINT/SIGTERM; the CSV holds the finished cases)\n";
+
+std::string list_help_text() {
+  return "usage: gdnbench list [--plans]\n"
+         "  Prints the variant registry: each variant's name, backend, family and what it runs.\n"
+         "  --plans: every variant's launch plans, by stage (the names --plan takes), and on a GPU the\n"
+         "  device facts the plans read.\n";
+}
+
+std::string ceilings_help_text() {
+  return "usage: gdnbench ceilings [--out FILE] [--l2-flush write|clean|off] [--no-flush]\n"
+         "  Measures the GPU's copy bandwidth and cuBLAS bf16 and fp32 GEMM rates (a CUDA device is\n"
+         "  needed: exit 3 without one) and writes them as CSV.\n"
+         "  --out FILE    the CSV (default: reports/ceilings.csv)\n"
+         "  --l2-flush    the L2 before each sample, as for run (default: write); --no-flush: off\n";
+}
+
+// run --help and verify --help: the options with the values that run. Where the suite (--suite,
+// or suites/default.ini without it) sets an option, its value is shown in place of the option's
+// default, and the suite's grid lines are listed.
+std::string run_help_text(const std::string& command, const po::options_description& desc,
+                          const po::parsed_options& suite, const std::string& suite_path) {
+  std::map<std::string, std::string> set;
+  std::vector<std::string> grids;
+  for (const po::option& o : suite.options) {
+    std::string value;
+    for (const std::string& v : o.value) value += (value.empty() ? "" : " ") + v;
+    if (o.string_key == "grid") grids.push_back(value);
+    else set[o.string_key] = value;
+  }
+  po::options_description shown(fmt::format("Options (lists are comma-separated; every list is an axis); "
+                                            "shown with the values that run, \"from {}\" where the suite sets one",
+                                            suite_path));
+  for (const boost::shared_ptr<po::option_description>& od : desc.options()) {
+    const auto it = set.find(od->long_name());
+    if (it == set.end()) {
+      shown.add(od);
+    } else if (od->semantic()->max_tokens() == 0) {
+      shown.add(boost::make_shared<po::option_description>(
+          od->long_name().c_str(), new po::untyped_value(true),
+          fmt::format("[set by {}] {}", suite_path, od->description()).c_str()));
+    } else {
+      shown.add(boost::make_shared<po::option_description>(
+          od->long_name().c_str(),
+          po::value<std::string>()->default_value(it->second, fmt::format("{}, from {}", it->second, suite_path)),
+          od->description().c_str()));
+    }
+  }
+  std::ostringstream out;
+  out << "usage: gdnbench " << command << " [--suite NAME] [options]\n";
+  if (command == "run")
+    out << "  Verifies every case against the float64 reference, then times the ones that pass; writes\n"
+           "  the CSV (--out).\n";
+  else
+    out << "  Verifies every case against the float64 reference (no timing); writes the CSV (--out);\n"
+           "  exit 1 if any case fails.\n";
+  out << "  The cases: the values below (a flag on the command line replaces the suite's value, which\n"
+         "  replaces the option's default)";
+  if (grids.empty()) {
+    out << ".\n";
+  } else {
+    out << ", and each grid line of the suite as a further set of cases on top of them:\n";
+    for (const std::string& g : grids) out << "    grid = " << g << "\n";
+  }
+  out << "  Suite: " << suite_path
+      << (set.empty() && grids.empty() ? " (sets nothing)" : "") << "; --suite NAME --help shows another's values.\n\n"
+      << shown << "\n" << kExitCodes;
+  return out.str();
+}
+
 // parse_invocation, with the suite from `suite_stream` when it is given instead of the --suite file.
 Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda_available,
                                  std::istream* suite_stream, const std::string& suite_name) {
   Invocation inv;
-  if (args.empty()) throw UsageError("no command given (use list, run or verify; --help for more)");
+  if (args.empty()) throw UsageError(fmt::format("no command given (use {}; --help for more)", kCommands));
   inv.command = args[0];
   if (inv.command == "--help" || inv.command == "-h" || inv.command == "help") {
     inv.command = "help";
+    inv.help_text = usage_text();
     return inv;
   }
   if (inv.command != "list" && inv.command != "run" && inv.command != "verify" &&
       inv.command != "ceilings")
-    throw UsageError(fmt::format("unknown command '{}' (use list, run, verify or ceilings)", inv.command));
+    throw UsageError(fmt::format("unknown command '{}' (use {}; --help for more)", inv.command, kCommands));
 
   const po::options_description desc = option_description();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
   const po::parsed_options cli = parse_tokens(rest, desc, "command line");
   po::variables_map cli_vm;
   store_or_usage(cli, cli_vm, "command line");
-  if (cli_vm.count("help")) {
+  const bool help = cli_vm.count("help") > 0;  // run and verify: after the suite, whose values it shows
+  if (help && (inv.command == "list" || inv.command == "ceilings")) {
+    inv.help_text = inv.command == "list" ? list_help_text() : ceilings_help_text();
     inv.command = "help";
     return inv;
   }
@@ -451,6 +587,11 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
       throw po_usage_error(e, inv.suite_path, suite_text.str().find('%') != std::string::npos);
     }
   }();
+  if (help) {
+    inv.help_text = run_help_text(inv.command, desc, suite, inv.suite_path);
+    inv.command = "help";
+    return inv;
+  }
 
   // Settings that are not axes come from command line > suite > default.
   po::variables_map base;
@@ -492,6 +633,11 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   inv.timing.l2_flush = parse_l2_flush_options(base);
   inv.timing.cuda_graph = base.count("graph") > 0;
   if (inv.timing.warmup < 0) throw UsageError("--warmup: must not be negative");
+  if (!(inv.timing.max_seconds > 0))
+    throw UsageError(fmt::format("--max-seconds: {} is not positive (seconds of sampling per case)", opt(base, "max-seconds")));
+  if (!(inv.timing.cv_target >= 0))
+    throw UsageError(fmt::format("--cv-target: {} is negative (0: sample until --max-samples or --max-seconds)",
+                                 opt(base, "cv-target")));
   if (inv.timing.max_samples < inv.timing.min_samples)
     throw UsageError("--max-samples: must be at least --min-samples");
 
@@ -502,7 +648,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
     const std::string where = fmt::format("grid '{}'", g);
     po::variables_map vm;
     store_or_usage(cli, vm, "command line");
-    store_or_usage(parse_tokens(split_whitespace(g), desc, where.c_str()), vm, where.c_str());
+    store_or_usage(parse_tokens(split_grid_words(g, where), desc, where.c_str()), vm, where.c_str());
     store_or_usage(suite, vm, inv.suite_path.c_str());
     expand_grid(vm, cuda_available, inv.seed, inv.cases);
   }

@@ -25,6 +25,7 @@ struct Case {
 
 struct Invocation {
   std::string command;  // list | run | verify | ceilings | help
+  std::string help_text;  // command "help": what to print (gdnbench --help, or one command's --help)
   std::string suite_path;
   std::string out_path;
   std::string junit_path;  // empty: no JUnit XML
