@@ -99,7 +99,7 @@ TEST_CASE("parse_gdnbench_csv checks what read_gdnbench_csv checks", "[report][r
 
 TEST_CASE("apply_resume_text resumes as apply_resume does", "[resume][readers]") {
   testutil::TempDir dir;
-  Invocation inv = parse_invocation({"verify", "--variant", "cpu_recurrent", "--T", "2", "--H", "1", "--HV", "1", "--K", "4",
+  Invocation inv = parse_invocation({"verify", "--variants", "cpu_recurrent", "--T", "2", "--H", "1", "--HV", "1", "--K", "4",
                                      "--V", "4", "--dtypes", "fp32", "--seed", "5", "--resume", "--out", dir.file("r.csv")},
                                     false);
   REQUIRE(inv.cases.size() == 1);
