@@ -56,11 +56,15 @@ std::string junit_xml(const std::string& suite_name, const std::vector<ResultRow
   return xml + "</testsuite>\n";
 }
 
-void write_junit(const std::string& path, const std::string& suite_name, const std::vector<ResultRow>& rows) {
-  OutputFile out(path);  // refused when not a regular file; locked; a temporary file and a rename
+void write_junit(OutputFile& out, const std::string& suite_name, const std::vector<ResultRow>& rows) {
   try {
     out.replace(junit_xml(suite_name, rows));
   } catch (const std::exception& e) {
-    throw std::runtime_error(fmt::format("cannot write JUnit XML to '{}' ({})", path, e.what()));
+    throw std::runtime_error(fmt::format("cannot write JUnit XML to '{}' ({})", out.path(), e.what()));
   }
+}
+
+void write_junit(const std::string& path, const std::string& suite_name, const std::vector<ResultRow>& rows) {
+  OutputFile out(path);  // refused when not a regular file; locked; a temporary file and a rename
+  write_junit(out, suite_name, rows);
 }

@@ -39,11 +39,22 @@ std::string host_name() {
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string("unknown");
 }
 
-std::unique_ptr<CsvWriter> open_csv(const std::string& path, const RunMeta& meta,
-                                    const std::string& existing) {
-  // Refused (not a regular file) or in use (another run holds its lock): one line, exit 2, the file untouched.
+// The --out CSV claimed before anything reads or writes it: refused (not a regular file) or in use
+// (another run holds its lock): one line, exit 2, the file untouched. --resume reads it under the lock.
+OutputFile claim_csv(const std::string& path) {
   try {
-    return std::make_unique<CsvWriter>(OutputFile(path, true), meta, existing);
+    return OutputFile(path, true);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--out: {}", e.what()));
+  } catch (const std::exception& e) {
+    throw UsageError(fmt::format("--out: cannot write '{}' ({})", path, e.what()));
+  }
+}
+
+std::unique_ptr<CsvWriter> open_csv(OutputFile file, const RunMeta& meta, const std::string& existing) {
+  const std::string path = file.path();
+  try {
+    return std::make_unique<CsvWriter>(std::move(file), meta, existing);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--out: {}", e.what()));
   } catch (const std::exception& e) {
@@ -136,7 +147,7 @@ int run_main(const std::vector<std::string>& args) {
   const GpuInfo gpu = query_gpu();
   Invocation inv = parse_invocation(args, gpu.available);
   if (inv.command == "help") {
-    fmt::print("{}", usage_text());
+    fmt::print("{}", inv.help_text.empty() ? usage_text() : inv.help_text);
     return 0;
   }
   if (inv.command == "list") {
@@ -163,7 +174,8 @@ int run_main(const std::vector<std::string>& args) {
   opt.gdn_ref = inv.gdn_ref;
 
   // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
-  const ResumeState resumed = inv.resume ? apply_resume(inv) : ResumeState{};
+  OutputFile out_file = claim_csv(inv.out_path);
+  const ResumeState resumed = inv.resume ? apply_resume_text(inv, out_file.read_existing(), inv.out_path) : ResumeState{};
   if (inv.resume)
     fmt::print("resume: {} keeps {} rows; {} cases already there, {} to run\n", inv.out_path,
                resumed.kept_rows, resumed.skipped_cases, inv.cases.size());
@@ -178,7 +190,16 @@ int run_main(const std::vector<std::string>& args) {
   meta.suite = inv.suite_path;
   meta.seed = inv.seed;
 
-  std::unique_ptr<CsvWriter> csv = open_csv(inv.out_path, meta, resumed.contents);
+  // --junit is claimed (checked and locked) before the first case, not refused after the last.
+  std::optional<OutputFile> junit;
+  if (!inv.junit_path.empty()) {
+    try {
+      junit.emplace(inv.junit_path, true);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--junit: {}", e.what()));
+    }
+  }
+  std::unique_ptr<CsvWriter> csv = open_csv(std::move(out_file), meta, resumed.contents);
   const bool any_gpu_case = std::any_of(inv.cases.begin(), inv.cases.end(), [](const Case& c) {
     return c.variant->backend == Backend::cuda;
   });
@@ -197,9 +218,9 @@ int run_main(const std::vector<std::string>& args) {
   print_result_table(stdout, summary.rows);
   fmt::print("{} passed, {} failed, {} skipped; wrote {}\n", summary.passed, summary.failed,
              summary.skipped, csv->path());
-  if (!inv.junit_path.empty()) {
+  if (junit) {
     try {
-      write_junit(inv.junit_path, inv.suite_path, summary.rows);
+      write_junit(*junit, inv.suite_path, summary.rows);
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("--junit: {}", e.what()));
     }

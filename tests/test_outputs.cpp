@@ -137,6 +137,14 @@ TEST_CASE("--junit, report --out and check --csv refuse a FIFO without blocking 
     CHECK(r.err.find("--junit") != std::string::npos);
     CHECK(r.err.find("is a FIFO, not a regular file") != std::string::npos);
     CHECK(is_fifo(fifo));
+    CHECK_FALSE(fs::exists(csv));  // refused before the first case, not after the last
+  }
+  SECTION("--resume reads --out only once it is claimed: a FIFO is refused, not read") {
+    const std::string fifo = make_fifo(tmp, "r.csv");
+    const auto r = gdnbench_bounded(std::string(kTinyVerify) + " --resume --out '" + fifo + "'", tmp);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("is a FIFO, not a regular file") != std::string::npos);
+    CHECK(is_fifo(fifo));
   }
   SECTION("report --out") {
     REQUIRE(testutil::run_gdnbench(std::string(kTinyVerify) + " --out '" + csv + "'").exit_code == 0);
