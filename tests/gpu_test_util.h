@@ -34,6 +34,10 @@ inline std::string decode_state_kernel_on_device(const GdnShape& s, bool state_b
 inline std::string decode_fe_kernel_on_device(const GdnShape& s, DType dtype) {
   return decode_fe_kernel_name(decode_plan_on_device(s, false, dtype).fe);
 }
+#else
+// Built without CUDA there is no device (gpu_or_warn() is false): never reached.
+inline std::string decode_state_kernel_on_device(const GdnShape&, bool, DType = DType::bf16) { return ""; }
+inline std::string decode_fe_kernel_on_device(const GdnShape&, DType) { return ""; }
 #endif
 
 // True when a GPU is there; otherwise the test records why in a warning and checks nothing else.

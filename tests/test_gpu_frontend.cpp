@@ -24,10 +24,8 @@ namespace {
 
 using gputest::gpu_or_warn;
 using gputest::verify_on_gpu;
-#ifdef GDNBENCH_HAVE_CUDA
 using gputest::decode_fe_kernel_on_device;
 using gputest::decode_state_kernel_on_device;
-#endif
 
 Problem frontend_problem(GdnShape shape, DType dt, bool h0) {
   Problem p;
@@ -189,7 +187,7 @@ TEST_CASE("fused_conv's o, hT and conv caches agree with unfused_conv's on the s
   const Problem p = frontend_problem(GdnShape{2, T, shape[0], shape[1], shape[2], shape[3]}, dt, h0);
   INFO("seed " << p.seed << " " << dtype_name(dt) << " T " << T << " H " << shape[0] << " HV " << shape[1] << " K "
                 << shape[2] << " V " << shape[3] << " h0 " << h0 << " pipelined "
-                << gdn_fused_conv_pipelined(p.shape));
+                << (fused_conv_output(p.shape, FusedConvOutput::automatic) == FusedConvOutput::pipelined));
   const HostInputs in = make_inputs(p);
   RunOutputs out[2];
   const char* names[2] = {"unfused_conv", "fused_conv"};
