@@ -61,7 +61,8 @@ class MutationScope {
 // T = 4096 and T = 65536 at K = V = 128): they would dominate a gate that runs once per
 // mutation, and no planted bug needs a long sequence to show. The other lines keep every other
 // axis of the gate, T = 1000 at K = V = 128 included. Front-end lines (--frontend on) go too:
-// the CPU kernels take ready-made q, k, v, g, beta and are SKIPPED there.
+// the CPU kernels take ready-made q, k, v, g, beta and are SKIPPED there; and the lines that force
+// a GPU variant's launch plan (--plan): the CPU kernels have one plan each.
 constexpr int64_t kMaxT = 1024;
 
 bool has_long_sequence(const std::string& line) {
@@ -78,7 +79,9 @@ std::string write_reduced_gate(const testutil::TempDir& dir) {
   REQUIRE(gate);
   std::string text;
   for (std::string line; std::getline(gate, line);)
-    if (!has_long_sequence(line) && line.find("--frontend on") == std::string::npos) text += line + "\n";
+    if (!has_long_sequence(line) && line.find("--frontend on") == std::string::npos &&
+        line.find("--plan") == std::string::npos)
+      text += line + "\n";
   const std::string path = dir.file("gate_reduced.ini");
   testutil::write_text(path, text);
   return path;
