@@ -277,9 +277,11 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
       const PowerFit f = fit_power_law(fx, fy);
       const double hw = noisy_metric ? slope_noise(fx, fy, fsig).half_width : 0.0;
       Verdict v = judge(c, f.slope - hw, f.slope + hw);
-      // A fit below min_r2: its points do not lie on a power law. Firm rows make that a miss; with
-      // a noisy row among them the scatter may be the noise's, so it decides nothing.
-      if (!(f.r2 >= c.min_r2) && v != Verdict::not_reproduced)
+      // A fit below min_r2 whose slope is otherwise within the bound: its points do not lie on a
+      // power law. Firm rows make that a miss; with a noisy row among them the scatter may be the
+      // noise's, so it decides nothing. Where the slope's interval (the residuals are in it)
+      // already straddles the bound, the low R² is that same scatter: still inconclusive.
+      if (!(f.r2 >= c.min_r2) && v == Verdict::reproduced)
         v = noisy ? Verdict::inconclusive : Verdict::not_reproduced;
       count(v);
       const std::string iv = interval(c, f.slope, f.slope - hw, f.slope + hw);

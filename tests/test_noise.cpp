@@ -130,9 +130,10 @@ TEST_CASE("claims: a value within the noise of its bound is INCONCLUSIVE", "[cla
   SECTION("noise does not hide a value far outside its bound") {
     CHECK(verdict(forward(3.0, 0.30), "linear_time") == Verdict::not_reproduced);
   }
-  SECTION("a fit under min_r2: a miss on firm rows, inconclusive when its rows are noisy") {
-    // The T = 8192 point 2.5x off the line: slope 1, R^2 ~ 0.6.
-    CHECK(verdict(forward(1.0, 0.01, 2.5), "linear_time") == Verdict::not_reproduced);
+  SECTION("a fit under min_r2 whose scatter widens the slope past its bound decides nothing") {
+    // The T = 8192 point 2.5x off the line: slope 1, R^2 ~ 0.6; the residuals put the slope's
+    // interval across the bound, firm rows or not (as the decode claim's scattered points below).
+    CHECK(verdict(forward(1.0, 0.01, 2.5), "linear_time") == Verdict::inconclusive);
     CHECK(verdict(forward(1.0, 0.20, 2.5), "linear_time") == Verdict::inconclusive);
   }
   SECTION("constant decode time: -28% on rows of CV 15% is noise") {
