@@ -435,6 +435,11 @@ DecodePlan decode_plan(const DecodePlanInputs& in, const PlanDevice& dev, Decode
       if (why) *why = no;
       return DecodePlan{};
     }
+    // A device that was asked and holds no stream block at this T (its shared memory grows with T).
+    if (plan.state == DecodeStateKernel::stream && dev.sms > 0 && dev.decode_stream_per_sm < 1) {
+      if (why) *why = "the stream kernel fits no block per SM at this T on this device";
+      return DecodePlan{};
+    }
   } else if (s.K > 128) {
     plan.state = DecodeStateKernel::block;
   } else if (in.state_bf16) {

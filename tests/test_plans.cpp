@@ -237,6 +237,9 @@ TEST_CASE("fused_decode's kernels: the rules of kernels/decode.cu on the H200's 
     CHECK(plan.state == DecodeStateKernel::stream);
     CHECK(plan.fe == DecodeFeKernel::rows);
     CHECK(decode_plan_choice(small, "vector", dev, plan).name() == "split/vector_t1");
+    PlanDevice no_stream = dev;
+    no_stream.decode_stream_per_sm = 0;
+    CHECK_THAT(decode_plan_choice(small, "stream", no_stream, plan).unsupported, Catch::Contains("no block per SM"));
     const DecodePlanInputs float_pool{GdnShape{3, 1, 2, 4, 128, 128}, DType::bf16, false};
     CHECK_THAT(decode_plan_choice(float_pool, "stream", dev, plan).unsupported,
                Catch::Contains("not one of this variant's plans"));
