@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness/claims.h"
+#include "tests/claims_test_util.h"
 #include "harness/cli.h"
 #include "harness/report.h"
 #include "tests/test_util.h"
@@ -37,16 +38,8 @@ struct Rows {
   }
 };
 
-std::vector<Claim> shipped() {
-  return read_claims_file(std::string(GDNBENCH_SOURCE_DIR) + "/claims/gdn_claims.ini");
-}
-
-const ClaimResult& find(const std::vector<ClaimResult>& rs, const std::string& id) {
-  for (const ClaimResult& r : rs)
-    if (r.claim.id == id) return r;
-  FAIL("no claim " << id);
-  return rs.front();
-}
+using claimstest::find;
+using claimstest::shipped;
 
 // GDN linear (time T/1000 ms, memory 1000 T bytes), attention quadratic (time T^2/1e6 ms, memory
 // T^2 bytes): at T = 8192 the attention is 8.192x slower... scaled by `attn_factor`.

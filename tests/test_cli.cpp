@@ -17,12 +17,7 @@
 
 namespace {
 
-// A suite file in a temporary directory; an empty suite isolates a test from suites/default.ini.
-struct SuiteFile {
-  testutil::TempDir dir;
-  std::string path;
-  explicit SuiteFile(const std::string& text) : path(dir.file("suite.ini")) { testutil::write_text(path, text); }
-};
+using testutil::SuiteFile;
 
 Invocation parse(std::vector<std::string> args) { return parse_invocation(args, false); }
 

@@ -21,11 +21,7 @@
 
 namespace {
 
-struct SuiteFile {
-  testutil::TempDir dir;
-  std::string path;
-  explicit SuiteFile(const std::string& text) : path(dir.file("suite.ini")) { testutil::write_text(path, text); }
-};
+using testutil::SuiteFile;
 
 Invocation parse(std::vector<std::string> args) { return parse_invocation(args, false); }
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness/claims.h"
+#include "tests/claims_test_util.h"
 #include "harness/csv.h"
 #include "harness/report.h"
 #include "harness/result.h"
@@ -40,16 +41,8 @@ struct Rows {
   }
 };
 
-std::vector<Claim> shipped() {
-  return read_claims_file(std::string(GDNBENCH_SOURCE_DIR) + "/claims/gdn_claims.ini");
-}
-
-const ClaimResult& find(const std::vector<ClaimResult>& rs, const std::string& id) {
-  for (const ClaimResult& r : rs)
-    if (r.claim.id == id) return r;
-  FAIL("no claim " << id);
-  return rs.front();
-}
+using claimstest::find;
+using claimstest::shipped;
 
 // One GDN series over the claims suite's Ts: time T^power ms scaled by `wobble` at T = 8192, every
 // row with timing CV `cv`. Only the upper half (4096..16384) is fitted.

@@ -190,6 +190,13 @@ class TempDir {
   std::string path_;
 };
 
+// A suite file in a temporary directory; an empty suite isolates a test from suites/default.ini.
+struct SuiteFile {
+  TempDir dir;
+  std::string path;
+  explicit SuiteFile(const std::string& text) : path(dir.file("suite.ini")) { write_text(path, text); }
+};
+
 struct ProcessResult {
   int exit_code = -1;
   std::string out, err;
