@@ -61,7 +61,13 @@ void set_check_field(ClaimCheck& c, const std::string& key, const std::string& v
   else if (key == "from") c.from = number_field(value, where);
   else if (key == "to") c.to = number_field(value, where);
   else if (key == "fit") c.fit = value;
-  else if (key == "min_points") c.min_points = int(number_field(value, where));
+  else if (key == "min_points") {
+    // Range-checked before the cast: a double outside int's range is undefined behaviour to convert.
+    const double n = number_field(value, where);
+    if (!(n >= 2 && n <= 1e6) || n != double(long(n)))
+      throw UsageError(fmt::format("{}: min_points must be a whole number from 2 to 1000000, not '{}'", where, value));
+    c.min_points = int(n);
+  }
   else if (key == "min") c.min = number_field(value, where);
   else if (key == "max") c.max = number_field(value, where);
   else if (key == "min_r2") c.min_r2 = number_field(value, where);

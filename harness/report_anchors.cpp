@@ -170,6 +170,8 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
     for (const CsvTable& t : tables)
       for (size_t i = 0; i < t.rows.size(); ++i) {
         if (!timed_forward_row(t, i, s.dtype)) continue;
+        const double T = t.number(i, "T");
+        if (!(T >= 1 && T <= 1e15)) continue;  // not a length (a cast of it would be undefined)
         const double ms = t.number(i, "time_median_ms");
         const auto is = [&](const char* c, int64_t v) { return t.number(i, c) == double(v); };
         if (!is("B", s.B) || !is("H", s.H) || !is("HV", s.H) || !is("K", s.D) || !is("V", s.D)) continue;
@@ -182,7 +184,7 @@ std::string anchors_section(const std::vector<CsvTable>& tables, const std::vect
           c.family = t.cell(i, "family");
           it = ours.insert(ours.end(), {key, std::move(c)});
         }
-        it->second.by_T.emplace(int64_t(t.number(i, "T")), std::make_pair(ms, row_floor(tables, t, i).ms));
+        it->second.by_T.emplace(int64_t(T), std::make_pair(ms, row_floor(tables, t, i).ms));
       }
     std::vector<Column> columns;
     for (auto& [key, c] : ours) {

@@ -189,6 +189,10 @@ TEST_CASE("claim files: malformed ones are usage errors naming the problem", "[c
                     Catch::Contains("needs at"));
   CHECK_THROWS_WITH(parse(ok + "min = 2\n"), Catch::Contains("given twice"));
   CHECK_THROWS_WITH(parse(ok + "max = x\n"), Catch::Contains("not a number"));
+  // Found by the claims fuzzer: converting 4.4e56 to int was undefined behaviour.
+  CHECK_THROWS_WITH(parse(ok + "min_points = 4.44444e56\n"), Catch::Contains("whole number from 2"));
+  CHECK_THROWS_WITH(parse(ok + "min_points = 2.5\n"), Catch::Contains("whole number from 2"));
+  CHECK_THROWS_WITH(parse(ok + "min_points = nan\n"), Catch::Contains("not a number"));
   CHECK_THROWS_WITH(parse("[c]\nstatement = s\nsource = x\nwhere = B\n"), Catch::Contains("not column=value"));
   CHECK_THROWS_AS(parse(""), UsageError);
   CHECK_THROWS_AS(read_claims_file("/nonexistent/claims.ini"), UsageError);
