@@ -7,6 +7,7 @@
 
 #include "harness/cuda_run.h"
 #include "harness/metrics.h"
+#include "kernels/launch_plans.h"
 #include "kernels/frontend.h"
 
 namespace {
@@ -238,7 +239,8 @@ std::optional<std::string> unfused_conv_unsupported(const Problem& p) {
   if (s.B > 65535 || 2 * s.H + s.HV + 1 > 65535) return std::string("B and 2H + HV + 1 must be <= 65535");
   if (const char* why = gdn_frontend_unfused_shape_unsupported(s, p.dtype)) return std::string(why);
   const double need =
-      double(gdn_frontend_unfused_workspace_bytes(s, p.dtype)) + frontend_forward_bytes(s, p.dtype);
+      double(gdn_frontend_unfused_workspace_bytes(s, p.dtype, wy_ut_largest_scan_groups(s))) +
+      frontend_forward_bytes(s, p.dtype);
   return device_memory_shortfall(need, "q, k, v, g, beta and wy_ut's workspace");
 }
 
@@ -248,9 +250,10 @@ std::unique_ptr<VariantRun> create_unfused_conv(const Problem& p, const HostInpu
 
 std::optional<std::string> fused_conv_unsupported(const Problem& p) {
   if (const char* why = gdn_fused_conv_shape_unsupported(p.shape, p.dtype)) return std::string(why);
-  // The workspace holds wy_ut's parts and the normalised k.
+  // The workspace holds wy_ut's parts (with the most scan groups a plan may take) and the normalised k.
   const double need =
-      double(gdn_fused_conv_workspace_bytes(p.shape, p.dtype)) + frontend_forward_bytes(p.shape, p.dtype);
+      double(gdn_fused_conv_workspace_bytes(p.shape, p.dtype, wy_ut_largest_scan_groups(p.shape))) +
+      frontend_forward_bytes(p.shape, p.dtype);
   return device_memory_shortfall(need, "projections, wy_ut's workspace and the normalised k");
 }
 

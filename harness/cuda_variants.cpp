@@ -6,6 +6,7 @@
 
 #include "harness/cuda_run.h"
 #include "kernels/cuda_kernels.h"
+#include "kernels/launch_plans.h"
 #include "kernels/wy_ut.h"
 
 namespace {
@@ -174,7 +175,12 @@ std::optional<std::string> wy_ut_unsupported(const Problem& p) {
   // represent it there (bf16 has float32's range).
   if (p.dtype == DType::f16 && p.use_delta && p.k_norm * p.k_norm > 2.0)
     return std::string("wy_ut fp16 splits the state into fp16 operands: a growing state (|k| > sqrt 2) leaves their range; use bf16");
-  return gdn_memory_shortfall(p, gdn_wy_ut_workspace_bytes, "float32 W, U and chunk states");
+  // Sized for the most scan groups any plan may take: a forced two-level scan is SKIPPED here, not
+  // refused by the allocator.
+  const auto largest = [](const GdnParams& gp) {
+    return gdn_wy_ut_workspace_bytes(gp, wy_ut_largest_scan_groups(gp.shape));
+  };
+  return gdn_memory_shortfall(p, largest, "float32 W, U and chunk states");
 }
 
 std::unique_ptr<VariantRun> create_wy_ut(const Problem& p, const HostInputs& in, const RunContext& ctx) {

@@ -234,6 +234,12 @@ int64_t wy_ut_scan_groups(const GdnShape& s, int64_t requested, int64_t resident
   return G <= 1 ? 1 : groups_with_chunks(N, G);
 }
 
+int64_t wy_ut_largest_scan_groups(const GdnShape& s) {
+  // The model tries G up to min(32, N / 8); a forced two_level takes min(4, N) below that.
+  const int64_t N = wy_ut_chunks(s);
+  return wy_ut_scan_groups(s, std::max<int64_t>(4, std::min<int64_t>(32, N / 8)), 0);
+}
+
 std::vector<PlanStage> wy_ut_plan_stages() { return {PlanStage{"scan", scan_options({64, 128, 256})}}; }
 
 PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups) {

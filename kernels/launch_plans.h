@@ -79,6 +79,9 @@ int64_t wy_ut_scan_groups_model(const GdnShape& s, int64_t resident_blocks);
 // chunk, B (G - 1) within the grid's 65535, and the fewest groups holding the same chunks.
 int64_t wy_ut_scan_groups(const GdnShape& s, int64_t requested, int64_t resident_blocks);
 int64_t wy_ut_chunks(const GdnShape& s);  // ceil(T / 64)
+// The most groups any scan plan can take at this shape on any device: the memory checks size the
+// workspace with it, so a forced plan that would not fit is SKIPPED before anything is allocated.
+int64_t wy_ut_largest_scan_groups(const GdnShape& s);
 std::vector<PlanStage> wy_ut_plan_stages();
 // The plan and, in `groups`, the scan's G for the launch (GdnParams::scan_groups).
 PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups);

@@ -178,6 +178,23 @@ TEST_CASE("wy_ut's scan: the cost model's groups, and forced plain, pair and two
   }
 }
 
+TEST_CASE("the memory checks' scan groups bound every scan plan's on any device", "[plans]") {
+  // wy_ut_unsupported and the front-end checks size the workspace with wy_ut_largest_scan_groups
+  // before a plan is chosen: a forced plan with more groups than that would allocate past the check.
+  PlanLaunch l;
+  for (int64_t B : {1, 3, 64})
+    for (int64_t T : {1, 64, 130, 1000, 4096, 65536})
+      for (int64_t HV : {1, 4, 32})
+        for (double factor : {0.25, 1.0, 8.0})
+          for (const char* plan : {"auto", "plain", "two_level_pair", "two_level"}) {
+            const GdnShape s{B, T, HV, HV, 128, 128};
+            const PlanChoice c = plan_of("wy_ut", problem(s, DType::bf16, plan), h200_facts(factor), l);
+            if (!c.unsupported.empty()) continue;
+            INFO("B " << B << " T " << T << " HV " << HV << " x" << factor << " " << plan);
+            CHECK(l.scan_groups <= wy_ut_largest_scan_groups(s));
+          }
+}
+
 TEST_CASE("fused_conv's output: pipelined at K, V <= 128, per chunk otherwise or when forced", "[plans]") {
   PlanLaunch l;
   const PlanDevice dev = h200_facts();
