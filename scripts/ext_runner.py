@@ -4,6 +4,7 @@
 Variants:
   ext:fla_chunk             fla.ops.gated_delta_rule.chunk_gated_delta_rule (FLA, Triton)
   ext:fla_fused_recurrent   fla.ops.gated_delta_rule.fused_recurrent_gated_delta_rule (FLA, Triton)
+  ext:flashqla              flash_qla.chunk_gated_delta_rule (FlashQLA, TileLang; K = V = 128, 16-bit)
   ext:sdpa_flash            torch SDPA, causal, FLASH_ATTENTION backend
   ext:sdpa_cudnn            torch SDPA, causal, CUDNN_ATTENTION backend
 
@@ -15,6 +16,9 @@ current stream, `--warmup` launches first, L2 flushed (a buffer of twice the L2 
 the harness's `--l2-flush write`, recorded in the rows) before every sample, samples until the CV is at or under `--cv-target` after `--min-samples`, or
 `--max-samples`, or `--max-seconds` of sampling; median, min, p20, p80 and CV are reported.
 Peak memory: torch's allocator peak over inputs, outputs and workspace of one launch.
+FLA's rows are FLA's own kernels: FLA dispatches to FlashQLA when that is importable, so its children
+run with FLA_FLASH_QLA=0. --graph times a replay of a CUDA graph of the launch instead (timer
+`graph`): small kernels of Python libraries are otherwise timed with their launch cost.
 
 Isolation: a sticky CUDA error (an illegal address, a trap) ruins the CUDA context of the process
 that made it, so the device probe, every (variant, shape) measurement and the float64 attention
@@ -46,7 +50,7 @@ import traceback
 from ext_common import (CsvOut, check, csv_header, dump, fail, family_of, first_line, load_inputs, read_manifest,
                         row_of, run_gdnbench, run_isolated, sample_until_done, skipped_row, timed_row, write_json)
 
-VARIANTS = ("ext:fla_chunk", "ext:fla_fused_recurrent", "ext:sdpa_flash", "ext:sdpa_cudnn")
+VARIANTS = ("ext:fla_chunk", "ext:fla_fused_recurrent", "ext:flashqla", "ext:sdpa_flash", "ext:sdpa_cudnn")
 # Stand-ins for the self-test (numpy, no GPU): a correct kernel, a wrong one, and each way to die.
 SELF_TEST_VARIANTS = ("selftest:good", "selftest:bad", "selftest:unsupported", "selftest:segv",
                       "selftest:timing_raise", "selftest:hang")
@@ -63,7 +67,25 @@ def torch_dtype(name):
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
 
 
-def fla_prepare(variant, host, manifest):
+def gdn_function(variant, manifest):
+    """The peer's GDN forward for `variant`; Unsupported when it is not importable or takes no such shape."""
+    if variant == "ext:flashqla":
+        if manifest["K"] != 128 or manifest["V"] != 128 or manifest["dtype"] not in ("bf16", "fp16"):
+            raise Unsupported("FlashQLA takes K = V = 128 and bf16 or fp16 inputs only")
+        try:
+            from flash_qla import chunk_gated_delta_rule
+        except Exception as e:  # noqa: BLE001 (any import failure makes the row SKIPPED)
+            raise Unsupported(f"flash_qla not importable: {first_line(e)}")
+        return chunk_gated_delta_rule
+    os.environ["FLA_FLASH_QLA"] = "0"  # FLA's own kernels, not its dispatch to FlashQLA
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+    except Exception as e:  # noqa: BLE001
+        raise Unsupported(f"fla not importable: {first_line(e)}")
+    return chunk_gated_delta_rule if variant == "ext:fla_chunk" else fused_recurrent_gated_delta_rule
+
+
+def gdn_prepare(variant, host, manifest):
     """Device tensors and (launch, fetch); fetch() gives o [B, T, HV, V] and hT [B, HV, K, V] in numpy.
 
     Arguments after q, k, v go by keyword: the two functions differ in position (chunk takes
@@ -73,18 +95,15 @@ def fla_prepare(variant, host, manifest):
     so the names are checked first. The call is FLA's documented one: [B, T, H, K] layout (there is
     no head-first), log-space g and post-sigmoid beta of [B, T, HV], h0 and hT float32
     [B, HV, K, V] (state_v_first off), no in-kernel l2norm (q and k are normalised in the dump).
+    FlashQLA's chunk_gated_delta_rule documents the same call and layout.
     """
     import inspect
     import torch
-    try:
-        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-    except Exception as e:  # noqa: BLE001 (any import failure makes the row SKIPPED)
-        raise Unsupported(f"fla not importable: {first_line(e)}")
-    fn = chunk_gated_delta_rule if variant == "ext:fla_chunk" else fused_recurrent_gated_delta_rule
+    fn = gdn_function(variant, manifest)
     params = inspect.signature(fn).parameters
     missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
     if missing:
-        raise Unsupported(f"{fn.__name__} has no parameter {', '.join(missing)}: FLA's API changed")
+        raise Unsupported(f"{fn.__module__}.{fn.__name__} has no parameter {', '.join(missing)}: its API changed")
     dt = torch_dtype(manifest["dtype"])
     # Cast on the host (exact: the values are dt values), so no float32 copy inflates the peak.
     q, k, v = (torch.from_numpy(host[n]).to(dt).cuda() for n in ("q", "k", "v"))
@@ -138,9 +157,15 @@ def selftest_prepare(variant, host, manifest):
     return launch, lambda: (-o if variant == "selftest:bad" else o, S)
 
 
-def cuda_sampler(launch):
-    """One cold sample: L2 flushed, CUDA events around the launch on the current stream."""
+def cuda_sampler(launch, graph=False):
+    """One cold sample: L2 flushed, CUDA events around the launch (or its graph's replay) on the current stream."""
     import torch
+    if graph:
+        # Captured on a side stream, as torch requires; each replay writes the same output buffers.
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            launch()
+        launch = g.replay
     flush = torch.empty(max(2 * torch.cuda.get_device_properties(0).L2_cache_size, 8 << 20),
                         dtype=torch.uint8, device="cuda")
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -177,7 +202,7 @@ def measure(variant, args, state):
         torch.cuda.synchronize()  # initialises the context, so the peak below is this launch's alone
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    prepare = {"gdn": fla_prepare, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
+    prepare = {"gdn": gdn_prepare, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
     launch, fetch = prepare(variant, host, manifest)
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     launch()
@@ -197,12 +222,12 @@ def measure(variant, args, state):
     write_json(args.result, state)
     if rc != 0:
         return row  # a wrong result has no speed
-    sampler = cuda_sampler(launch) if gpu else cpu_sampler(launch)
     for _ in range(args.warmup):
         launch()
     sync()
+    sampler = cuda_sampler(launch, args.graph) if gpu else cpu_sampler(launch)
     # How it timed, as the harness's own rows say it: the memset flush only (--l2-flush write).
-    how = {"timer": "events", "l2_flush": "write"} if gpu else {"timer": "host", "l2_flush": ""}
+    how = {"timer": "graph" if args.graph else "events", "l2_flush": "write"} if gpu else {"timer": "host", "l2_flush": ""}
     return timed_row(row, sample_until_done(sampler, args), peak, **how)
 
 
@@ -279,7 +304,8 @@ def run_child(args, mode, d, device, extra=()):
     cmd = [sys.executable, os.path.abspath(__file__), "--gdnbench", args.gdnbench, "--child", mode,
            "--dump-dir", d, "--result", result, "--device", device, "--warmup", str(args.warmup),
            "--min-samples", str(args.min_samples), "--max-samples", str(args.max_samples),
-           "--max-seconds", str(args.max_seconds), "--cv-target", str(args.cv_target), *extra]
+           "--max-seconds", str(args.max_seconds), "--cv-target", str(args.cv_target),
+           *(["--graph"] if args.graph else []), *extra]
     return run_isolated(cmd, result, args.variant_timeout)
 
 
@@ -390,6 +416,7 @@ def parse_args():
     p.add_argument("--check-max-T", type=int, default=8192,
                    help="attention above this T: float64 reference on the GPU, judged by gdnbench check --ref-o")
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of each launch (timer graph)")
     p.add_argument("--min-samples", type=int, default=10)
     p.add_argument("--max-samples", type=int, default=200)
     p.add_argument("--max-seconds", type=float, default=2.0)
