@@ -11,7 +11,7 @@
 # Bad input (a CSV or anchors file that does not parse as described) is one line on stderr, exit 2.
 # Uses Debian's python3-matplotlib (scripts/setup.sh installs it), hence /usr/bin/python3.
 #
-#   scripts/plot.py reports/results/h200/fwd_bf16_B1_H32_K128.csv --outdir reports/results/h200/plots
+#   scripts/plot.py reports/results/h200/run62/fwd_bf16_B1_H32_K128_v7.csv --outdir /tmp/plots
 import argparse
 import csv
 import math

@@ -23,7 +23,7 @@
 # sanitizer's error count, the kernels it named, the exit status and the seconds taken.
 # Exit status: 0 when every tool reports no error and every case passes; 1 otherwise; 2 usage.
 #
-# Duration, measured on the H200 (docs/perf-notes.md, runs 16-17): memcheck 9 s, synccheck 6 s,
+# Duration, measured on the H200 (docs/log/runs-001-033.md, runs 16-17): memcheck 9 s, synccheck 6 s,
 # initcheck 6 s (every variant but attn_naive, whose initcheck reports fill minutes of log),
 # racecheck far longer: the plain pass covered ~250 cases of recurrent, chunked and wy_ut in
 # 280 s, the front-end pass ~120 cases in 70 s. SANITIZE_TIMEOUT (seconds per pass, default 130)
