@@ -16,7 +16,7 @@
 // kFeStep tokens are in flight while a token is computed. Index math: 64-bit only for the row
 // base of the block and the per-token pointer step; everything else is 32-bit.
 // The per-thread roll (taps, the 3 inputs before the run, conv + SiLU + norm over the run) is
-// fe_roll in kernels/frontend.cuh, which fused_conv's tile builders (kernels/wy_ut.cu) run too:
+// fe_roll in kernels/frontend/frontend.cuh, which fused_conv's tile builders (kernels/wy_ut/) run too:
 // one implementation, so q, k, v come out bit for bit the same in unfused_conv and fused_conv.
 // Work split: one block of kFeThreads = 128 threads per (32-token tile, head group, b); a head
 // group is 128 / lanes heads of one tensor (8 q heads at K = 128), then one gate block per tile.
@@ -36,8 +36,8 @@
 
 #include <cstdint>
 
-#include "kernels/frontend.cuh"
-#include "kernels/wy_ut.h"
+#include "kernels/frontend/frontend.cuh"
+#include "kernels/wy_ut/wy_ut.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 #include "reference/gdn_shape.h"
 
 struct PlanOption {
@@ -55,7 +55,7 @@ struct PlanDevice {
   int decode_stream_per_sm = 0;
 };
 
-// ---- recurrent (kernels/recurrent.cu): the T form (decode T <= 8, short, long from T = 256) and
+// ---- recurrent (kernels/recurrent/recurrent.cu): the T form (decode T <= 8, short, long from T = 256) and
 // the K bucket of its register tiles (64, 128, 256).
 enum class RecurrentForm : int8_t { automatic, decode, short_seq, long_seq };
 constexpr int64_t kRecurrentDecodeMaxT = 8;
@@ -65,7 +65,7 @@ int recurrent_k_bucket(int64_t K);
 std::vector<PlanStage> recurrent_plan_stages();
 PlanChoice recurrent_plan(const GdnShape& s, const std::string& request);
 
-// ---- chunked (kernels/chunked.cu): no choice but the template instances of the shape: the
+// ---- chunked (kernels/chunked/chunked.cu): no choice but the template instances of the shape: the
 // chunk C of the gamma/UT/WY/output kernels and the K bucket of the scan.
 std::vector<PlanStage> chunked_plan_stages();
 PlanChoice chunked_plan(const GdnShape& s, int chunk, const std::string& request);
@@ -94,7 +94,7 @@ PlanChoice fused_conv_plan(const GdnShape& s, const std::string& request, const 
                            FusedConvOutput& output);
 FusedConvOutput fused_conv_output(const GdnShape& s, FusedConvOutput forced);
 
-// ---- fused_decode (kernels/decode.cu): the state kernel and the front-end kernel in front of it.
+// ---- fused_decode (kernels/decode/): the state kernel and the front-end kernel in front of it.
 enum class DecodeStateKernel : int8_t {
   automatic, block, quad_fe, lane_one_wave, quad, lane_narrow, lane_wide, lane64, split, stream
 };

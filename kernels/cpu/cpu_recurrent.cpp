@@ -2,13 +2,13 @@
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
 // Rounds: float32 arithmetic throughout, o rounded to params.dtype, hT kept in float32.
 // Workspace per worker: the K x V state and a V-vector.
-// GDN_MUTATE / GDN_MUTANT_ONLY: planted bugs of the mutation check (kernels/cpu_mutation.h); in
+// GDN_MUTATE / GDN_MUTANT_ONLY: planted bugs of the mutation check (kernels/cpu/cpu_mutation.h); in
 // release builds they are the original expression and nothing.
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_mutation.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_mutation.h"
 
 size_t cpu_recurrent_workspace_floats(const GdnParams& p) {
   return size_t(p.shape.K * p.shape.V + p.shape.V);

@@ -1,5 +1,5 @@
 // One token of the GDN step form for one head, in the work split of the decode kernels
-// (kernels/recurrent.cu's decode shape and kernels/decode.cu): a block of kWarps warps over 32
+// (kernels/recurrent/recurrent.cu's decode shape and kernels/decode/): a block of kWarps warps over 32
 // value columns; lane = column j, warp w holds state rows [w kRows, w kRows + kRows) of that
 // column in registers (float32). Every state row is read and written as 128 contiguous bytes per
 // warp and a thread holds only kRows floats.

@@ -11,8 +11,8 @@
 #ifdef GDNBENCH_MUTATION_HOOKS
 #include <cstdint>
 
-#include "kernels/dtype.h"
-#include "kernels/gdn_params.h"
+#include "kernels/common/dtype.h"
+#include "kernels/common/gdn_params.h"
 
 enum class CpuMutation {
   none,

@@ -12,8 +12,8 @@
 
 #include <cfloat>
 
-#include "kernels/cuda_common.cuh"
-#include "kernels/cuda_kernels.h"
+#include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_kernels.h"
 
 namespace {
 

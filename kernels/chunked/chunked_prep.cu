@@ -1,4 +1,4 @@
-// chunked, stages 1-3 (the algorithm, constraints and rounding: kernels/chunked.cu). All chunks in
+// chunked, stages 1-3 (the algorithm, constraints and rounding: kernels/chunked/chunked.cu). All chunks in
 // parallel, nothing carried between chunks:
 //   1 gamma: gamma_i = sum_{j<=i} g_j, one thread per chunk, a sequential float32 sum (the CPU's
 //            order); no shared memory.
@@ -11,8 +11,8 @@
 // Padded rows (past the tail chunk's length) are written as zeros, Tm's diagonal included.
 #include <cuda_runtime.h>
 
-#include "kernels/chunked_common.cuh"
-#include "kernels/chunked_stages.h"
+#include "kernels/chunked/chunked_common.cuh"
+#include "kernels/chunked/chunked_stages.h"
 
 using namespace gdn_chunked;
 

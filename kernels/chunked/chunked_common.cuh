@@ -1,10 +1,10 @@
-// Shared by the `chunked` stage files (kernels/chunked.cu, kernels/chunked_prep.cu): the thread
+// Shared by the `chunked` stage files (kernels/chunked/chunked.cu, kernels/chunked/chunked_prep.cu): the thread
 // and tile constants, where a chunk starts, row offsets and the dtype switch. Device code.
 #pragma once
 #include <cuda_runtime.h>
 
-#include "kernels/cuda_common.cuh"
-#include "kernels/gdn_params.h"
+#include "kernels/common/cuda_common.cuh"
+#include "kernels/common/gdn_params.h"
 
 namespace gdn_chunked {
 

@@ -1,7 +1,7 @@
-// The launch plans of kernels/launch_plans.h. Every condition here is the one the kernels need
+// The launch plans of kernels/plans/launch_plans.h. Every condition here is the one the kernels need
 // (a shape their instances cover, an alignment) or a measured rule of thumb about speed (a grid
 // against the device's resident blocks); the latter are what --plan overrides.
-#include "kernels/launch_plans.h"
+#include "kernels/plans/launch_plans.h"
 
 #include <algorithm>
 

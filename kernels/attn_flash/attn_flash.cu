@@ -34,8 +34,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda_kernels.h"
-#include "kernels/tensor_core.cuh"
+#include "kernels/common/cuda_kernels.h"
+#include "kernels/common/tensor_core.cuh"
 
 namespace {
 

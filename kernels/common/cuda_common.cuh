@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 
 // Calls fn(T{}) with T the element type of dtype.
 template <typename Fn>

@@ -8,7 +8,7 @@
 // Stages 1, 2, 3 and 5 run over all chunks in parallel; only stage 4 walks the chunks in order,
 // carrying a K x 32 slice of the state. Differs from recurrent: T rank-1 steps become per-chunk
 // matrix products, the sequential part shrinks from T steps to N = ceil(T / C) chunk steps, and
-// the intermediates live in a float32 workspace (kernels/chunked_stages.h) that tests read.
+// the intermediates live in a float32 workspace (kernels/chunked/chunked_stages.h) that tests read.
 // Without the delta term beta = 1, A = 0, Tm = I and W = 0, so U = U0 = V.
 // Constraints: K, V <= 256 (any value), C in {16, 32, 64}, B and HV <= 65535, any T: the tail
 // chunk has L = T - (N-1) C rows; rows past L are zero in every intermediate and gamma_last is
@@ -16,8 +16,8 @@
 // strong decay underflows to 0, never inf. Every global offset is 64-bit.
 // Rounds: q, k, v converted to float on load; all arithmetic, the workspace and hT in float32;
 // o rounded to the input dtype once. Forward substitution for Tm (row by row).
-// Files: stages 1-3 in kernels/chunked_prep.cu, stages 4-5 and the launcher here, shared helpers
-// in kernels/chunked_common.cuh. Blocks of 256 threads; static shared memory, never past 48 KiB
+// Files: stages 1-3 in kernels/chunked/chunked_prep.cu, stages 4-5 and the launcher here, shared helpers
+// in kernels/chunked/chunked_common.cuh. Blocks of 256 threads; static shared memory, never past 48 KiB
 // (ut 42240 B, wy 33536 B at C = 64: see chunked_prep.cu). At C = 64, K = 256:
 //   scan:   S copy 256 x 32 x 4 B = 32768 B (aliased by U, 64 x 32 x 4 B) + staging of W (64 x 33)
 //           or K rows (8 x 256) 8448 B + gamma 256 B = 41472 B; state 2 x 16 = 32 floats and
@@ -31,9 +31,9 @@
 // 5.5x the bytes of v in float32.
 #include <cuda_runtime.h>
 
-#include "kernels/chunked_common.cuh"
-#include "kernels/chunked_stages.h"
-#include "kernels/cuda_kernels.h"
+#include "kernels/chunked/chunked_common.cuh"
+#include "kernels/chunked/chunked_stages.h"
+#include "kernels/common/cuda_kernels.h"
 
 using namespace gdn_chunked;
 

@@ -1,11 +1,11 @@
 // wy_ut: the chunked GDN forward (DESIGN.md section 1) with its products on tensor cores.
 // Host-only declarations: no CUDA headers needed to include this. The algorithm, its rounding and
-// its budgets are described at the top of kernels/wy_ut.cu.
+// its budgets are described at the top of kernels/wy_ut/.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gdn_params.h"
+#include "kernels/common/gdn_params.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -51,7 +51,7 @@ GdnParams gdn_wy_ut_shape_params(const GdnShape& shape, DType dtype);
 // leave most SMs idle, G groups cut the chain to ~2N/G steps: pass 1 scans groups 0 .. G-2 at once
 // (group 0 from h0; the others from a zero state, plus their K x K transition as K/32 more
 // blocks), a small pass chains the groups' entering states (G >= 3), pass 3 scans groups 1 .. G-1
-// from them. The plan (wy_ut_scan_groups_model, kernels/launch_plans.h) takes 1 (the plain scan)
+// from them. The plan (wy_ut_scan_groups_model, kernels/plans/launch_plans.h) takes 1 (the plain scan)
 // unless a cost model in scan steps, waves of resident blocks included, says G saves a fifth or
 // more; groups of >= 8 chunks, G <= 32.
 // The device facts wy_ut's plan reads (the scan kernel's resident blocks at this K and dtype on

@@ -30,7 +30,7 @@
 //     fixed offsets, computed once (run 48: 27% fewer instructions per step, scan 700 -> 651 us at
 //     T = 16384; version 5, one product layer per step, was slower: docs/perf-notes.md, run 46).
 //   2' two-level scan (runs 52-53), where the plain scan's V/32 x HV x B blocks leave most SMs idle
-//     (wy_ut_scan_groups in kernels/launch_plans.h decides, with a cost model in scan steps; the issue's shapes fill the
+//     (wy_ut_scan_groups in kernels/plans/launch_plans.h decides, with a cost model in scan steps; the issue's shapes fill the
 //     machine and keep the plain scan): the chunks in G groups, S_end = M S_enter + R per group
 //     (M = the product of the chunks' exp(gL) I - K~^T W, K x K; R the end from a zero state).
 //     Pass 1 (one launch, the same kernel with kSeg): group 0 from h0 as the plain scan does (U,
@@ -94,8 +94,8 @@
 //     Workspace: B HV G K (2V + K) x 4 B more (the group ends and entering states) when G > 1.
 //   No spills (but the one above), no stack frame (ptxas -v). Workspace: B HV N (C + C K + C V +
 //   K V) x 4 B (gamma, W, U, the chunk states): ~2 KiB per token and value head at K = V = 128.
-// fused_conv (kFe, K in {64, 128}; declared in kernels/frontend.h): version 2's prepare and output
-// kernels with the front end (kernels/frontend.cuh) in their prologues, the scan unchanged.
+// fused_conv (kFe, K in {64, 128}; declared in kernels/frontend/frontend.h): version 2's prepare and output
+// kernels with the front end (kernels/frontend/frontend.cuh) in their prologues, the scan unchanged.
 // prepare builds its k tile (conv, SiLU, L2 norm) and v tile (conv, SiLU) from the raw rows of
 // tokens [t0 - 3, t0 + 64) (the conv cache before t = 0) and g, beta from a, b; one value head of
 // each q/k head group (the one that writes the final q/k conv caches) also writes the k tile to
@@ -132,9 +132,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "kernels/frontend.cuh"
-#include "kernels/tensor_core.cuh"
-#include "kernels/wy_ut.h"
+#include "kernels/frontend/frontend.cuh"
+#include "kernels/common/tensor_core.cuh"
+#include "kernels/wy_ut/wy_ut.h"
 
 namespace {
 
@@ -256,7 +256,7 @@ __device__ __forceinline__ void load_rows(T* dst, int ld, const T* src, int64_t 
 // Rows [0, 64) of one head's 16-bit tile (row stride ld) for the chunk at token t0 (L rows in the
 // sequence, zeros past them), from the raw projection x [B, T, channels] at channels [ch0, ch0 + D):
 // conv4 (the cache before t = 0), SiLU, and with `norm` the L2 norm of each row. The roll of the
-// front-end kernel (fe_roll, kernels/frontend.cuh): thread tid owns kFeVec channels of a run of
+// front-end kernel (fe_roll, kernels/frontend/frontend.cuh): thread tid owns kFeVec channels of a run of
 // kC x lanes / kThreads consecutive rows (8 at D = 128; D >= 32 here, so at least 2) with the 3
 // input rows before the run, so each row is, bit for bit, what gdn_frontend_kernel writes for
 // that token. `copy` (nullptr: none) gets
@@ -1527,11 +1527,11 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
 }
 
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
-// (wy_ut_scan_groups in kernels/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// (wy_ut_scan_groups in kernels/plans/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
 // states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 // The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
-// (wy_ut_scan_groups in kernels/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
+// (wy_ut_scan_groups in kernels/plans/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
 // states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 template <typename T, int kK>
@@ -1680,7 +1680,7 @@ bool workspace_ok(const GdnParams& p, const GdnWyUtWorkspace& ws) {
   return ws.num_chunks == num_chunks(p) && ws.gamma && ws.U && ws.states && (ws.W || !p.use_delta) && groups_ok;
 }
 
-// The scan's groups of the plan (wy_ut_scan_groups, kernels/launch_plans.h): `requested` > 0,
+// The scan's groups of the plan (wy_ut_scan_groups, kernels/plans/launch_plans.h): `requested` > 0,
 // else p.scan_groups > 0 (a forced plan), else the cost model on the device's resident blocks.
 int64_t resolve_scan_groups(const GdnParams& p, int64_t requested) {
   if (gdn_wy_ut_shape_unsupported(p)) return 1;
@@ -1828,13 +1828,13 @@ int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// fused_conv (kernels/frontend.h): wy_ut's three kernels, the front end in prepare's and output's
+// fused_conv (kernels/frontend/frontend.h): wy_ut's three kernels, the front end in prepare's and output's
 // prologues.
 
 namespace {
 // Whether any final conv cache overlaps any initial one. prepare's last-chunk blocks write the
 // final caches while its first-chunk blocks, and the output kernel launched after it, still read the
-// initial ones: an in-place update would hand them the new rows (the contract of kernels/frontend.h says
+// initial ones: an in-place update would hand them the new rows (the contract of kernels/frontend/frontend.h says
 // never in place; this refuses the launch instead of returning wrong results).
 bool conv_caches_overlap(const GdnFrontEndParams& fe) {
   const GdnShape& s = fe.shape;

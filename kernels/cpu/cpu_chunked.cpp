@@ -8,13 +8,13 @@
 // rounding differs and it pins the chunk algebra apart from any GPU code. Without the delta term
 // beta is 1 and A, W vanish. A tail chunk shorter than C is handled by its length L.
 // Workspace per worker: gamma, beta (C each), A and Tm (C x C each), W (C x K), U (C x V), S (K x V).
-// GDN_MUTATE / GDN_MUTANT_ONLY: planted bugs of the mutation check (kernels/cpu_mutation.h); in
+// GDN_MUTATE / GDN_MUTANT_ONLY: planted bugs of the mutation check (kernels/cpu/cpu_mutation.h); in
 // release builds they are the original expression and nothing.
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_mutation.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_mutation.h"
 
 size_t cpu_chunked_workspace_floats(const GdnParams& p) {
   const int64_t C = p.chunk, K = p.shape.K, V = p.shape.V;

@@ -1,6 +1,6 @@
 // fused_decode: T <= 8 new tokens per sequence (T = 1 is the serving case), in place:
 //   conv caches rolled, q, k = l2norm(SiLU(conv4(x))), v = SiLU(conv4(x_v)),
-//   g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)        (kernels/frontend.cuh)
+//   g = -exp(A_log) softplus(a + dt_bias), beta = sigmoid(b)        (kernels/frontend/frontend.cuh)
 //   S' = exp(g) S;  u = beta (v - S'^T k);  S = S' + k u^T;  o = scale S^T q   per token
 // The state and the conv caches live in pools addressed through slots[b] (continuous batching:
 // a batch row names its sequence's slot in a larger pool); both are updated in place.
@@ -77,8 +77,8 @@
 //     L2 for kernel 2.
 //   1v front end (versions 10-11), 8 channels of one (b, head) row per thread, the row's sum of
 //     squares a shuffle sum over its lanes: the same rows in the workspace.
-//   2 state update: the decode shape of kernels/recurrent.cu, whose per-token step it shares
-//     (kernels/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
+//   2 state update: the decode shape of kernels/recurrent/recurrent.cu, whose per-token step it shares
+//     (kernels/common/decode_step.cuh): one block per (32 value columns, b, hv); lane = column j, warp w
 //     holds state rows [w R, w R + R) (W x R = 16 x 16; used for K = 256 since version 5) for the
 //     steps. The block's state slice (K x 32 columns) is copied into shared memory with 16-byte
 //     cp.async first, while the q, k, v rows and gates of its (b, h) come from L2; then each
@@ -120,9 +120,9 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/bulk_copy.cuh"
-#include "kernels/decode_step.cuh"
-#include "kernels/frontend.cuh"
+#include "kernels/common/bulk_copy.cuh"
+#include "kernels/common/decode_step.cuh"
+#include "kernels/frontend/frontend.cuh"
 
 namespace {
 
@@ -635,7 +635,7 @@ using LaneWide = LaneConfig<4, 3>;
 using LaneNarrow = LaneConfig<2, 6>;
 using LaneOneWave = LaneConfig<4, 2>;
 static_assert(LaneOneWave::kWarps == kDecodeOneWaveWarps && LaneOneWave::kMinBlocks == kDecodeOneWaveBlocksPerSm,
-              "kernels/launch_plans.h sizes the one-wave grid with these");
+              "kernels/plans/launch_plans.h sizes the one-wave grid with these");
 
 template <typename T, typename St, int kK, bool kFull, int kMaxWarps, int kMinBlocks>
 __global__ void __launch_bounds__(kMaxWarps * 32, kMinBlocks)
@@ -1112,7 +1112,7 @@ constexpr int kStreamK = 128;                // registers per column (rows past 
 
 // Slices per SM from which version 8 takes a bf16 pool (units = B x HV >= this x SMs); below it
 // the split-column kernel (at B = 16, H = HV = 32, 512 slices: split 0.0238 ms, stream 0.0253).
-static_assert(kDecodeStreamMinUnitsPerSm == 4, "kernels/launch_plans.h: the stream takes 4 slices per SM");
+static_assert(kDecodeStreamMinUnitsPerSm == 4, "kernels/plans/launch_plans.h: the stream takes 4 slices per SM");
 
 // The front end's rows of one slice, every token, in dynamic shared memory after the state
 // stages: q and k [T][2][kStreamK], v [T][kStreamThreads], the gates [T][2]; two such buffers,
@@ -1525,7 +1525,7 @@ cudaError_t decode_plan_device(const GdnShape& s, PlanDevice& dev) {
   return cudaSuccess;
 }
 
-// The plan of p (decode_plan, kernels/launch_plans.h) with its forced kernels, in `planned`.
+// The plan of p (decode_plan, kernels/plans/launch_plans.h) with its forced kernels, in `planned`.
 template <typename T, typename St>
 cudaError_t decode_resolve_plan(const GdnFrontEndParams& p, GdnFrontEndParams& planned) {
   planned = p;

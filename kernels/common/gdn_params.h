@@ -1,8 +1,8 @@
 // The plain parameter block every GDN kernel takes (CPU and CUDA). Tensors are contiguous in the
 // canonical layouts of GdnShape. A kernel never allocates, synchronises, prints or exits.
 #pragma once
-#include "kernels/dtype.h"
-#include "kernels/launch_plans.h"
+#include "kernels/common/dtype.h"
+#include "kernels/plans/launch_plans.h"
 #include "reference/gdn_shape.h"
 
 struct GdnParams {
@@ -19,7 +19,7 @@ struct GdnParams {
   float scale = 0.0f;           // resolved by the harness (K^-1/2 by default), never 0 here
   bool use_delta = true;        // false: gated linear attention
   int chunk = 64;               // chunk size C for chunked variants
-  // The plan (kernels/launch_plans.h), automatic unless forced: recurrent's T form; wy_ut's scan
+  // The plan (kernels/plans/launch_plans.h), automatic unless forced: recurrent's T form; wy_ut's scan
   // groups (0: the plan's, 1 the plain scan, G >= 2 the two-level scan over G groups of chunks).
   RecurrentForm recurrent_form = RecurrentForm::automatic;
   int64_t scan_groups = 0;

@@ -1,4 +1,4 @@
-// The stages of the `chunked` CUDA variant (kernels/chunked.cu), exposed one by one so a test can
+// The stages of the `chunked` CUDA variant (kernels/chunked/chunked.cu), exposed one by one so a test can
 // run them in order and read every intermediate against gdn_chunked_ref's GdnChunkIntermediates.
 // launch_gdn_chunked (cuda_kernels.h) runs the five stages back to back. Host-only declarations.
 // Each launcher checks the parameters (chunked_params_ok), enqueues one kernel on `stream` and
@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gdn_params.h"
+#include "kernels/common/gdn_params.h"
 
 typedef struct CUstream_st* cudaStream_t;
 

@@ -18,9 +18,9 @@
 
 #include <algorithm>
 
-#include "kernels/cuda_common.cuh"
-#include "kernels/cuda_kernels.h"
-#include "kernels/decode_step.cuh"
+#include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_kernels.h"
+#include "kernels/common/decode_step.cuh"
 
 namespace {
 
@@ -168,7 +168,7 @@ gdn_recurrent_kernel(const GdnParams p) {
 // the cap the compiler took up to 100 once the kernel looped). Blocks that loop over heads
 // measured slower at the same cap (0.096 ms), so a block takes one head.
 // Shared memory: 3 x W x 32 partials + 32 u values <= 6.3 KiB. The per-token step is
-// kernels/decode_step.cuh, shared with the fused decode (kernels/decode.cu).
+// kernels/common/decode_step.cuh, shared with the fused decode (kernels/decode/).
 
 template <typename T, int kRows, int kWarps>
 __global__ void __launch_bounds__(kWarps * 32, 2048 / (kWarps * 32) / 2)
@@ -232,7 +232,7 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
     const int cols = kThreads / split;
     return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
   };
-  // The plan (kernels/launch_plans.h): the T form, forced or by T; the K bucket of the tiles.
+  // The plan (kernels/plans/launch_plans.h): the T form, forced or by T; the K bucket of the tiles.
   const RecurrentForm form = recurrent_form(p.shape, p.recurrent_form);
   if (form == RecurrentForm::decode) {
     // One block per (column group, head); heads over grid y and z.

@@ -1,14 +1,14 @@
 // The GDN front end on the GPU (DESIGN.md section 1, "Fused front end"): what turns a layer's raw
 // projections into the q, k, v, g, beta of the recurrence. Host-only declarations: no CUDA headers
-// needed to include this. The device functions live in kernels/frontend.cuh; the kernels in
-// kernels/frontend.cu (front end alone, and the unfused pipeline), kernels/decode.cu (fused
-// decode) and kernels/wy_ut.cu (fused_conv: the front end as a prologue of wy_ut's kernels).
+// needed to include this. The device functions live in kernels/frontend/frontend.cuh; the kernels in
+// kernels/frontend/frontend.cu (front end alone, and the unfused pipeline), kernels/decode/ (fused
+// decode) and kernels/wy_ut/ (fused_conv: the front end as a prologue of wy_ut's kernels).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gdn_params.h"
-#include "kernels/launch_plans.h"
+#include "kernels/common/gdn_params.h"
+#include "kernels/plans/launch_plans.h"
 
 typedef struct CUstream_st* cudaStream_t;
 
@@ -52,7 +52,7 @@ struct GdnFrontEndParams {
   bool state_bf16 = false;
   const int32_t* slots = nullptr;  // [B]
   int64_t pool_slots = 0;
-  // The plan (kernels/launch_plans.h): automatic, the launcher's choice; else forced (a launch
+  // The plan (kernels/plans/launch_plans.h): automatic, the launcher's choice; else forced (a launch
   // the forced kernel cannot run returns cudaErrorInvalidValue). fused_conv and unfused_conv:
   // the scan's groups (0: the plan's) and fused_conv's output form; fused_decode: its kernels.
   int64_t scan_groups = 0;
@@ -76,7 +76,7 @@ size_t gdn_frontend_unfused_workspace_bytes(const GdnShape& shape, DType dtype, 
 int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
 
 // fused_conv: wy_ut's three kernels with the front end in the prologues of prepare (k, v, g, beta)
-// and output (q), the state scan unchanged (defined in kernels/wy_ut.cu, beside the kernels it
+// and output (q), the state scan unchanged (defined in kernels/wy_ut/, beside the kernels it
 // extends). k reaches global memory once, normalised, in the workspace like W and U (prepare writes
 // it, the scan and output read it); q, v, g, beta never. Inputs and outputs those of unfused_conv;
 // bf16 or fp16, K in {64, 128}, V a multiple of 32 <= 256. nullptr when it can run the shape, else
@@ -98,10 +98,10 @@ int launch_gdn_fused_conv(const GdnFrontEndParams& p, void* workspace, cudaStrea
 constexpr int64_t kDecodeMaxTokens = 8;
 const char* gdn_decode_shape_unsupported(const GdnShape& shape);
 // The front end's float32 results of one launch, [B][T] rows of q, k, v and the gates
-// (kernels/decode.cu); no initial contents needed.
+// (kernels/decode/); no initial contents needed.
 size_t gdn_decode_workspace_bytes(const GdnShape& shape);
 int launch_gdn_decode(const GdnFrontEndParams& p, void* workspace, cudaStream_t stream);
-// The device facts fused_decode's plan reads for this problem (decode_plan, kernels/launch_plans.h)
+// The device facts fused_decode's plan reads for this problem (decode_plan, kernels/plans/launch_plans.h)
 // on the current device: its SMs and the occupancy of the kernels whose grids decide. Returns
 // cudaError_t as int. The harness plans each row with these, as the launcher does.
 int gdn_decode_plan_device(const GdnShape& shape, DType dtype, bool state_bf16, PlanDevice& dev);

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/gdn_params.h"
+#include "kernels/common/gdn_params.h"
 
 typedef struct CUstream_st* cudaStream_t;
 typedef struct cublasContext* cublasHandle_t;
@@ -15,7 +15,7 @@ constexpr int64_t kRecurrentMaxHeadDim = 256;
 // recurrent needs no workspace (pass nullptr).
 int launch_gdn_recurrent(const GdnParams& p, void* workspace, cudaStream_t stream);
 
-// chunked: K and V up to 256, chunk C in {16, 32, 64}; stages in kernels/chunked_stages.h.
+// chunked: K and V up to 256, chunk C in {16, 32, 64}; stages in kernels/chunked/chunked_stages.h.
 constexpr int64_t kChunkedMaxHeadDim = 256;
 // Float32 intermediates of every chunk (gamma, T_inv, W, U0, U, entering states).
 size_t gdn_chunked_workspace_bytes(const GdnParams& p);
@@ -37,14 +37,14 @@ size_t attn_naive_workspace_bytes(const AttnParams& p);
 int launch_attn_naive(const AttnParams& p, void* workspace, cublasHandle_t handle,
                       cudaStream_t stream);
 
-// attn_flash: causal FlashAttention-2 forward on tensor cores (kernels/attn_flash.cu); D = Dv in
+// attn_flash: causal FlashAttention-2 forward on tensor cores (kernels/attn_flash/attn_flash.cu); D = Dv in
 // {64, 128, 256}, bf16 or fp16, any T. No workspace.
 // The reason it cannot run p (a static string), or nullptr.
 const char* attn_flash_shape_unsupported(const AttnParams& p);
 int launch_attn_flash(const AttnParams& p, cudaStream_t stream);
 
 // attn_decode: one query per (sequence, head) against context cached positions plus its own
-// (L = context + 1 keys), split over the keys (kernels/attn_decode.cu).
+// (L = context + 1 keys), split over the keys (kernels/attn_decode/attn_decode.cu).
 struct AttnDecodeParams {
   DType dtype = DType::bf16;
   int64_t B = 1, H = 1, D = 128;  // D: head dim of q, k and v

@@ -3,7 +3,7 @@
 #pragma once
 #include <cstddef>
 
-#include "kernels/gdn_params.h"
+#include "kernels/common/gdn_params.h"
 
 enum class CpuStatus { ok, unsupported };
 
@@ -17,4 +17,4 @@ CpuStatus run_cpu_chunked(const GdnParams& p, float* workspace, int threads);
 // Runs work(item, worker) for item in [0, items) on `threads` workers (static round robin).
 template <typename Fn>
 void cpu_parallel_for(int64_t items, int threads, Fn&& work);
-#include "kernels/cpu_parallel.inl"
+#include "kernels/cpu/cpu_parallel.inl"

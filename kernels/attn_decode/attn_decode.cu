@@ -27,8 +27,8 @@
 
 #include <cstdint>
 
-#include "kernels/cuda_common.cuh"
-#include "kernels/cuda_kernels.h"
+#include "kernels/common/cuda_common.cuh"
+#include "kernels/common/cuda_kernels.h"
 
 namespace {
 
@@ -254,7 +254,7 @@ const char* attn_decode_shape_unsupported(const AttnDecodeParams& p) {
 }
 
 int attn_decode_num_splits(int64_t B, int64_t H, int64_t L, int sm_count) {
-  // The plan (kernels/launch_plans.h) holds the rule, with this file's constants.
+  // The plan (kernels/plans/launch_plans.h) holds the rule, with this file's constants.
   static_assert(kBlocksPerSm == 8 && kMinKeysPerSplit == 256 && kMaxSplits == 1024, "attn_decode_splits's constants");
   return int(attn_decode_splits(B, H, L, sm_count));
 }

@@ -1,6 +1,6 @@
 // Device functions of the GDN front end (DESIGN.md section 1, "Fused front end"), the one
-// definition every kernel that reads raw projections uses (kernels/frontend.cu,
-// kernels/decode.cu, the fused_conv prologues of kernels/wy_ut.cu). The scalar functions work on
+// definition every kernel that reads raw projections uses (kernels/frontend/frontend.cu,
+// kernels/decode/, the fused_conv prologues of kernels/wy_ut/). The scalar functions work on
 // one channel or one element; fe_roll is the register-rolled run of one thread (kFeVec
 // consecutive channels over consecutive tokens) that the front-end kernel and fused_conv's tile
 // builders share, so q, k, v come out of the same operations in the same order in both.
@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/cuda_common.cuh"
-#include "kernels/frontend.h"
+#include "kernels/common/cuda_common.cuh"
+#include "kernels/frontend/frontend.h"
 
 __device__ __forceinline__ float fe_silu(float x) { return x / (1.0f + expf(-x)); }
 // log(1 + e^x); past 20 the correction is below float32 resolution (and e^x would overflow later).
