@@ -1,7 +1,7 @@
 // attn_decode: one query per (sequence, head) against a KV cache, split over the keys
 // (flash-decoding). Keys and values cover L = context + 1 positions: the context cached ones and
 // the new token's own (position context), so o = softmax_j(scale q . k_j) v_j over all L.
-// Versions: attn_flash tiles queries for prefill; with one query there is nothing to tile and the
+// Variants: attn_flash tiles queries for prefill; with one query there is nothing to tile and the
 // work is reading K and V once, so this kernel is written for bandwidth:
 //   1 split kernel, grid (splits, B * H), 128 threads: block (s, bh) takes keys
 //     [s * per_split, (s + 1) * per_split). D / 8 lanes share a key row, each holding 8 dims, and
@@ -29,6 +29,7 @@
 
 #include "kernels/common/cuda_common.cuh"
 #include "kernels/common/cuda_kernels.h"
+#include "kernels/common/ptx.cuh"
 
 namespace {
 
@@ -39,20 +40,8 @@ constexpr int64_t kMinKeysPerSplit = 256;
 constexpr int64_t kMaxSplits = 1024;
 constexpr float kLog2e = 1.4426950408889634f;
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
-}
-
-// 16 bytes from memory no one writes during the kernel, not kept in L1 (read once).
-__device__ __forceinline__ uint4 load_stream(const void* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
+using ptx::fast_exp2;
+using ptx::load_stream;
 
 template <typename T>
 __device__ __forceinline__ void unpack8(const uint4& u, float x[8]);

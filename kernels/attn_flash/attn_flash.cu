@@ -3,7 +3,7 @@
 //   per query row a running max m and sum l (float32), and per key tile
 //     s = (scale log2 e) Q K^T;  m' = max(m, rowmax s);  p = 2^(s - m');  c = 2^(m - m')
 //     l = c l + rowsum p;  O = c O + P V;      at the end o = O / l.
-// Versions: attn_naive (cuBLAS, T x T materialised) is the quadratic-memory baseline; this one is
+// Variants: attn_naive (cuBLAS, T x T materialised) is the quadratic-memory baseline; this one is
 // the IO-aware kernel: one block per 128-query tile of one (b, h), K/V tiles of 64 keys streamed
 // through shared memory with cp.async double buffering (tile n+1 in flight during tile n), both
 // products on mma.sync m16n8k16 (bf16/fp16 operands, float32 accumulation), P kept in registers:
@@ -35,10 +35,14 @@
 #include <cstdint>
 
 #include "kernels/common/cuda_kernels.h"
+#include "kernels/common/ptx.cuh"
 #include "kernels/common/tensor_core.cuh"
 
 namespace {
 
+using ptx::fast_exp2;
+using tc::ldsm_x4;
+using tc::ldsm_x4_trans;
 using tc::Mma;
 
 constexpr int kBlockM = 128;  // query rows per block
@@ -66,25 +70,6 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 // operand instead of one per (kk, tile).
 __device__ __forceinline__ uint32_t chunk_pair(uint32_t lane_off, int kk) {
   return (lane_off ^ uint32_t((kk & 3) << 5)) + uint32_t((kk >> 2) << 7);
-}
-
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr)
-               : "memory");
-}
-
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // Rows [0, kRows) of a tile whose row 0 is at `src` (rows `stride` elements apart) into swizzled
