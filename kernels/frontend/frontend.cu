@@ -3,10 +3,9 @@
 //   q, k = l2norm(SiLU(causal_conv4(x_q, x_k)))  per head, eps inside the square root
 //   v    = SiLU(causal_conv4(x_v))
 //   g    = -exp(A_log) softplus(a + dt_bias),  beta = sigmoid(b)
-// Version 1 (thread per channel, the tile staged in shared memory, a warp per token for the
-// norm, a store loop indexing with 64-bit divisions) ran at 1.07 ms at B=1 T=16384 H=HV=32
-// K=V=128 bf16, instruction bound (DRAM 15%, SM 65%; docs/perf-notes.md).
-// Version 2, this one: a thread owns kFeVec = 8 consecutive channels of one head and rolls their
+// Why not a thread per channel with the tile staged in shared memory and a warp per token for the
+// norm: that form is instruction bound (at B=1 T=16384 H=HV=32 K=V=128 bf16, DRAM 15%, SM 65%).
+// Here a thread owns kFeVec = 8 consecutive channels of one head and rolls their
 // convolutions over the kFeTile tokens of its block, so a token's row of a head sits in the
 // registers of `lanes` = next_pow2(ceil(D / 8)) adjacent lanes (16 at D = 128): the sum of
 // squares is a shuffle reduction over those lanes, the outputs go straight from registers to

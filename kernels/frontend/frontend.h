@@ -83,9 +83,10 @@ int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cud
 // why not. The launcher also refuses (cudaErrorInvalidValue) projections, conv weights or biases
 // or a workspace that are not 16-byte aligned, and final conv caches that overlap the initial ones.
 const char* gdn_fused_conv_shape_unsupported(const GdnShape& shape, DType dtype);
-// Whether fused_conv runs version 3 at this (supported) shape (K and V <= 128): q's front end
-// converted in place in wy_ut's pipelined output kernel; else version 2's output, with the front
-// end in its prologue. prepare is version 2's (its prologue builds k, v, g, beta) either way.
+// Whether fused_conv runs wy_ut's pipelined output at this (supported) shape (K and V <= 128): q's
+// front end converted in place in the pipelined output kernel; else the per-chunk output, with the
+// front end in its prologue. prepare is the per-chunk kernel (its prologue builds k, v, g, beta)
+// either way.
 bool gdn_fused_conv_pipelined(const GdnShape& shape);
 // wy_ut's workspace (gamma, W, U, the chunk states), then k [B, T, H, K] in dtype; each part
 // 256-byte aligned.

@@ -1,6 +1,6 @@
 // wy_ut: the chunked GDN forward (DESIGN.md section 1) with its products on tensor cores.
 // Host-only declarations: no CUDA headers needed to include this. The algorithm, its rounding and
-// its budgets are described at the top of kernels/wy_ut/.
+// its budgets are described at the top of kernels/wy_ut/launch.cu and of its stage files.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -85,12 +85,21 @@ int launch_gdn_wy_ut_prepare(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
 int launch_gdn_wy_ut_states(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 int launch_gdn_wy_ut_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
                             int blocks_per_head = 0);
-// Version 2's output kernel (one block per chunk, no pipeline): what fused_conv runs with its
-// front end, and what the tests compare version 4's o with, bit for bit.
-int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
-// Version 2's prepare kernel (one block per chunk, loads then compute): what fused_conv runs with
-// its front end, and what the tests compare version 4's gamma, W and U0 with, bit for bit.
-int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+// The per-chunk output kernel (one block per chunk, no pipeline), without the front end: the
+// reference the tests compare the pipelined output's o with, bit for bit (fused_conv runs it with
+// its front end).
+int launch_gdn_wy_ut_output_per_chunk(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+// The per-chunk prepare kernel (one block per chunk, loads then compute), without the front end:
+// the reference the tests compare the pipelined prepare's gamma, W and U0 with, bit for bit
+// (fused_conv runs it with its front end).
+int launch_gdn_wy_ut_prepare_per_chunk(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+// The names tests/test_gpu_wy_ut.cpp calls the two above by, until it calls them by theirs.
+inline int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  return launch_gdn_wy_ut_output_per_chunk(p, ws, stream);
+}
+inline int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  return launch_gdn_wy_ut_prepare_per_chunk(p, ws, stream);
+}
 
 // Blocks per (b, hv) of the output stage (and of prepare's): as many as fill one wave of
 // resident_blocks over the heads (at least 1, at most num_chunks), then the fewest that keep the
