@@ -378,7 +378,8 @@ cudaError_t launch_decode_for_types(const GdnFrontEndParams& given, float* fe, c
       if constexpr (kSplitAndStreamFor<St>) return launch_decode_split<T, St>(p, fe, stream);
       break;
     case DecodeStateKernel::lane64:
-      return launch_decode_lane<T, St, 64, Lane64>(p, fe, stream);
+      if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 64, Lane64>(p, fe, stream);
+      break;
     case DecodeStateKernel::lane_wide:
       if constexpr (sizeof(St) == 4) return launch_decode_lane<T, St, 128, LaneWide>(p, fe, stream);
       break;

@@ -1,14 +1,12 @@
 // fused_decode's state kernels that hold a state column, or a quad of columns, in registers for
-// K <= 128 (the float32 pool's kernels; the lane kernel also takes a bf16 pool at K <= 64 or
-// when forced):
+// K <= 128, all three for a float32 pool (a bf16 pool's kernels: state_split_stream.cuh):
 //   gdn_decode_lane_kernel (2b): one warp per (b, hv, 32 value columns), lane j all kK rows of
 //     column j: S^T k, S^T q and the update lane-local, one barrier per block.
 //   gdn_decode_quad_kernel (2q): 64 < K <= 128, V % 4 == 0; a lane 4 columns x 32 rows with
 //     16-byte accesses, sums across the 4 row groups by an xor butterfly.
 //   gdn_decode_quad_fe_kernel (2qf): T = 1, H = HV, K = V = 128, 16-bit aligned inputs: the quad
 //     update with the vector front end inside it, one launch per step.
-// Arithmetic: state_tokens.cuh. Rounds: float32; o to the dtype once; a bf16 pool's state once,
-// when stored.
+// Arithmetic: state_tokens.cuh. Rounds: float32; o to the dtype once.
 // Budget: lane kernel registers kK + ~40: 168 at kK = 128 (3 blocks of 4 warps or 6 of 2 per
 // SM), 254 without spills for one-wave grids (2 blocks of 4 warps), 128 at kK = 64 (4 blocks of 4
 // warps); static shared 8 x 2 x kK x 4 B of q/k rows (8 KiB at kK = 128) + W x 8 x 32 x 4 B of v
@@ -22,7 +20,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/common/bulk_copy.cuh"
 #include "kernels/common/ptx.cuh"
@@ -42,10 +39,8 @@ namespace {
 // then those in order), its expressions for u, o and the update: the same float32 operations.
 // LaneConfig: an instance's warps per block (at most: ceil(V / 32) when fewer) and the resident
 // blocks per SM its register cap is set for. 12 warps per SM at kK = 128 (168 registers: the kK
-// state values, the 24 partial sums of a token and addresses), 16 at kK = 64 (128 registers; a
-// 96-register cap makes the bf16-pool instances spill).
-//   LaneWide (4 warps, 3 per SM): kK = 128 at T > 1 where the quad kernel does not take the grid,
-//     and a forced bf16 pool.
+// state values, the 24 partial sums of a token and addresses), 16 at kK = 64 (128 registers).
+//   LaneWide (4 warps, 3 per SM): kK = 128 at T > 1 where the quad kernel does not take the grid.
 //   LaneNarrow (2 warps, 6 per SM): kK = 128, float32 pool, T = 1, where the quad kernel does not
 //     take the grid (V off a multiple of 4, a pool off 16 bytes). A block's registers are freed
 //     when its last warp ends; half the warps share that end (the step 2-3% faster at B = 16..256,
@@ -86,22 +81,15 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
 
   // The slot does not depend on the front end, nor does the state: both are requested first.
   // A lane past V reads column V - 1 instead (everything a lane computes stays in that lane, and
-  // it stores nothing), so that with kFull (K = kK) no load waits on a condition. A float32 pool
-  // loads straight into S, a bf16 one the raw bits into the registers of S, widened after the
-  // barrier: widened as they arrived, the first one would stall the warp before the later loads
-  // are issued. Rows past K (not kFull) are zero.
-  using Raw = typename std::conditional<sizeof(St) == 4, float, unsigned short>::type;
+  // it stores nothing), so that with kFull (K = kK) no load waits on a condition. The pool's
+  // values load straight into S; rows past K (not kFull) are zero.
+  static_assert(sizeof(St) == 4, "a float32 pool: the plan gives a bf16 pool the split and stream kernels");
   const int64_t slot = p.slots[b];
   const int64_t slice = (slot * HV + hv) * int64_t(K) * V + (col_ok ? j : V - 1);
-  const Raw* const src = reinterpret_cast<const Raw*>(static_cast<const St*>(p.state) + slice);
+  const float* const src = static_cast<const float*>(p.state) + slice;
   float S[kK];
 #pragma unroll
-  for (int i = 0; i < kK; ++i) {
-    if constexpr (sizeof(St) == 4)
-      S[i] = (kFull || i < K) ? src[i * V] : 0.0f;
-    else
-      S[i] = __uint_as_float((kFull || i < K) ? uint32_t(src[i * V]) : 0u);
-  }
+  for (int i = 0; i < kK; ++i) S[i] = (kFull || i < K) ? src[i * V] : 0.0f;
   if constexpr (kDecodePdl) ptx::wait_prior_grid();  // the front end's rows
 
   const float* row = fe + int64_t(b) * nt * lay.row;
@@ -116,25 +104,15 @@ gdn_decode_lane_kernel(const GdnFrontEndParams p, const float* fe) {
     gates_s[tid][1] = gates[1];
   }
   __syncthreads();  // the only barrier: q, k and the gates are in place
-  if constexpr (sizeof(St) == 2) {
-#pragma unroll
-    for (int i = 0; i < kK; ++i) S[i] = __uint_as_float(__float_as_uint(S[i]) << 16);
-  }
   if (j0 >= V) return;  // a warp past the last column group (V not a multiple of 32 W)
 
   T* o = static_cast<T*>(p.o) + (int64_t(b) * nt * HV + hv) * V + j;
   decode_lane_tokens<T, kK>(S, qk_s, &v_s[warp][0][lane], 32, gates_s, nt, col_ok, o, int64_t(HV) * V, p);
   if (!col_ok) return;
-  Raw* const dst = reinterpret_cast<Raw*>(static_cast<St*>(p.state) + slice);
+  float* const dst = static_cast<float*>(p.state) + slice;
 #pragma unroll
-  for (int i = 0; i < kK; ++i) {
-    if (kFull || i < K) {
-      if constexpr (sizeof(St) == 4)
-        dst[i * V] = S[i];
-      else
-        dst[i * V] = __bfloat16_as_ushort(__float2bfloat16_rn(S[i]));
-    }
-  }
+  for (int i = 0; i < kK; ++i)
+    if (kFull || i < K) dst[i * V] = S[i];
 }
 
 // The quad state update (kernel 2q) for a float32 pool, 64 < K <= 128, V % 4 == 0:
