@@ -1,5 +1,5 @@
-// Helpers shared by the CUDA kernels: element loads/stores for fp32/bf16/fp16 in float, and the
-// host's alignment test for their vector paths.
+// Helpers shared by the CUDA kernels: the dtype dispatch, element conversions for fp32/bf16/fp16
+// to and from float, warp sums, and the host's alignment test for their vector paths.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

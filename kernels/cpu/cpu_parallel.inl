@@ -1,3 +1,6 @@
+// The CPU backend's one thread pool: work(i, worker) for every item i in [0, items), items dealt
+// round robin over min(threads, items) std::threads (one item per call, no queue: the items of the
+// CPU kernels are (b, hv) heads of equal cost); threads <= 1 runs them in order on the caller.
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Launch plans: each CUDA variant's choice of kernels for a problem, as a pure host function of
-// the shape, the dtype and a few facts of the device. The launchers of kernels/*.cu call these
+// the shape, the dtype and a few facts of the device. The launchers of kernels/<variant>/ call these
 // functions when a plan is left automatic; the harness calls the same functions, forces a plan
 // with --plan, records the plan of every row (the CSV's plan column) and enumerates every plan a
 // variant can choose (tests/test_plans.cpp proves the gate reaches each one). No preprocessor
