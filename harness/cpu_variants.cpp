@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "harness/metrics.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 
 namespace {
 

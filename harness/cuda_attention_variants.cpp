@@ -6,7 +6,7 @@
 
 #include "harness/cuda_run.h"
 #include "harness/cuda_variants.h"
-#include "kernels/cuda_kernels.h"
+#include "kernels/common/cuda_kernels.h"
 
 namespace {
 

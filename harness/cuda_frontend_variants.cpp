@@ -7,8 +7,8 @@
 
 #include "harness/cuda_run.h"
 #include "harness/metrics.h"
-#include "kernels/launch_plans.h"
-#include "kernels/frontend.h"
+#include "kernels/plans/launch_plans.h"
+#include "kernels/frontend/frontend.h"
 
 namespace {
 

@@ -9,8 +9,8 @@
 
 #include "harness/cuda_check.h"
 #include "harness/plans.h"
-#include "kernels/frontend.h"
-#include "kernels/wy_ut.h"
+#include "kernels/frontend/frontend.h"
+#include "kernels/wy_ut/wy_ut.h"
 
 PlanDevice plan_device_for(const std::string& variant, const Problem& p) {
   PlanDevice dev;

@@ -10,8 +10,8 @@
 #include "harness/device_buffer.h"
 #include "harness/gpu_runtime.h"
 #include "harness/metrics.h"
-#include "kernels/frontend.h"
-#include "kernels/wy_ut.h"
+#include "kernels/frontend/frontend.h"
+#include "kernels/wy_ut/wy_ut.h"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <fmt/format.h>
 
 #include "harness/cuda_run.h"
-#include "kernels/cuda_kernels.h"
-#include "kernels/launch_plans.h"
-#include "kernels/wy_ut.h"
+#include "kernels/common/cuda_kernels.h"
+#include "kernels/plans/launch_plans.h"
+#include "kernels/wy_ut/wy_ut.h"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include "harness/csv_read.h"
 #include "harness/npy.h"
 #include "harness/runner.h"
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 
 namespace fs = std::filesystem;
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "harness/inputs.h"
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 #include "reference/frontend_reference.h"
 
 namespace {

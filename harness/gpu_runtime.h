@@ -5,7 +5,7 @@
 #include <string>
 
 #include "harness/timing.h"
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 
 struct GpuInfo {
   bool available = false;

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 
 namespace {
 

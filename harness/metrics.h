@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 
 // Outputs are filled with this NaN before each run; an element still holding these bits after
 // the run was never written. 16-bit outputs are mapped to it when read back.

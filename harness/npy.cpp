@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "harness/problem.h"
-#include "kernels/launch_plans.h"
+#include "kernels/plans/launch_plans.h"
 
 // What a plan sets in a variant's launch parameters.
 struct PlanLaunch {

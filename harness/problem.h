@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 #include "reference/gdn_shape.h"
 
 // How the log decay g is drawn (DESIGN.md section 3).

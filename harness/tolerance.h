@@ -1,7 +1,7 @@
 // The one table of pass bounds (rel_l2 against float64) and why each is what it is.
 // docs/TOLERANCES.md carries the same table with the measurements behind it.
 #pragma once
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 
 // How a variant rounds, which decides what error it may have.
 enum class Precision {

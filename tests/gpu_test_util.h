@@ -12,7 +12,7 @@
 #include "harness/variant.h"
 
 #ifdef GDNBENCH_HAVE_CUDA
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 #endif
 
 namespace gputest {

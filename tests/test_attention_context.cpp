@@ -18,7 +18,7 @@
 #include "tests/test_util.h"
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_variants.h"
-#include "kernels/cuda_kernels.h"
+#include "kernels/common/cuda_kernels.h"
 #endif
 
 namespace {

@@ -13,7 +13,7 @@
 #include "harness/metrics.h"
 #include "harness/resume.h"
 #include "harness/runner.h"
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 #include "reference/frontend_reference.h"
 #include "tests/test_util.h"
 #ifdef GDNBENCH_HAVE_CUDA

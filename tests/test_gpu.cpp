@@ -11,8 +11,8 @@
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_check.h"
 #include "harness/device_buffer.h"
-#include "kernels/chunked_stages.h"
-#include "kernels/cuda_kernels.h"
+#include "kernels/chunked/chunked_stages.h"
+#include "kernels/common/cuda_kernels.h"
 #endif
 
 namespace {

@@ -17,7 +17,7 @@
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_check.h"
 #include "harness/device_buffer.h"
-#include "kernels/frontend.h"
+#include "kernels/frontend/frontend.h"
 #endif
 
 namespace {

@@ -18,7 +18,7 @@
 #include "harness/inputs.h"
 #include "harness/metrics.h"
 #include "harness/tolerance.h"
-#include "kernels/wy_ut.h"
+#include "kernels/wy_ut/wy_ut.h"
 #include "reference/gdn_reference.h"
 #include "tests/gpu_test_util.h"
 #include "tests/test_util.h"

@@ -26,7 +26,7 @@
 #include "harness/timing.h"
 #include "harness/tolerance.h"
 #include "harness/variant.h"
-#include "kernels/dtype.h"
+#include "kernels/common/dtype.h"
 #include "tests/test_util.h"
 
 // ---- dtype conversions ----

@@ -12,7 +12,7 @@
 
 #include "harness/cli.h"
 #include "harness/runner.h"
-#include "kernels/cpu_mutation.h"
+#include "kernels/cpu/cpu_mutation.h"
 #include "tests/test_util.h"
 
 namespace {

@@ -1,0 +1,20 @@
+// CPU backend: float32 GDN kernels, multithreaded over (B, HV). Inputs are float storage holding
+// values already rounded to params.dtype; outputs are rounded to it on the way out.
+#pragma once
+#include <cstddef>
+
+#include "kernels/common/gdn_params.h"
+
+enum class CpuStatus { ok, unsupported };
+
+// Floats of scratch one worker needs; the caller provides threads * this.
+size_t cpu_recurrent_workspace_floats(const GdnParams& p);
+size_t cpu_chunked_workspace_floats(const GdnParams& p);
+
+CpuStatus run_cpu_recurrent(const GdnParams& p, float* workspace, int threads);
+CpuStatus run_cpu_chunked(const GdnParams& p, float* workspace, int threads);
+
+// Runs work(item, worker) for item in [0, items) on `threads` workers (static round robin).
+template <typename Fn>
+void cpu_parallel_for(int64_t items, int threads, Fn&& work);
+#include "kernels/cpu/cpu_parallel.inl"
