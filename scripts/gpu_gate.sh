@@ -14,7 +14,8 @@ timed() {  # NAME LIMIT_S COMMAND...: runs it, appends "NAME rc=.. wall_s=.." to
   local name=$1 limit=$2; shift 2
   local t0=$(date +%s%N)
   timeout "$limit" "$@"; local rc=$?
-  echo "$name rc=$rc wall_s=$(( ($(date +%s%N) - t0) / 1000000 ))e-3" >> "$out/summary.txt"
+  local ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  printf '%s rc=%d wall_s=%d.%03d\n' "$name" "$rc" $((ms / 1000)) $((ms % 1000)) >> "$out/summary.txt"
   return $rc
 }
 status=0
