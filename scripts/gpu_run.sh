@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs gdnbench on a GPU machine from a build made on another machine (DESIGN.md section 5).
+# Runs gdnbench on a GPU machine from a build made on another machine (docs/DESIGN.md section 5).
 #
 # Build where the packages are (static cudart, header-only fmt, static Boost.Program_options,
 # so the binary needs only glibc, libstdc++, the CUDA driver and cuBLAS):

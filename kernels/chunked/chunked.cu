@@ -1,4 +1,4 @@
-// chunked: the chunked UT-transform form of DESIGN.md section 1 on the GPU, SIMT float32 math.
+// chunked: the chunked UT-transform form of docs/DESIGN.md section 1 on the GPU, SIMT float32 math.
 // Per chunk of C tokens (S0 the state entering it, D_ij = exp(gamma_i - gamma_j), i >= j only):
 //   1 gamma:  gamma_i = sum_{j<=i} g_j                                     [B, HV, N, C]
 //   2 ut:     A = strictly_lower(diag(beta) K K^T .* D); Tm = (I + A)^-1    [B, HV, N, C, C]

@@ -1,4 +1,4 @@
-// cpu_chunked: the chunked UT-transform form of DESIGN.md section 1 in float32, one (b, hv) head
+// cpu_chunked: the chunked UT-transform form of docs/DESIGN.md section 1 in float32, one (b, hv) head
 // per task, chunks in sequence (the state is carried from one chunk to the next).
 //   A = strictly_lower(diag(beta) K K^T .* D); Tm = (I + A)^-1 by forward substitution
 //   W = Tm diag(beta exp(gamma)) K; U = Tm diag(beta) V - W S0

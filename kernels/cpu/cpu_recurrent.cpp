@@ -1,4 +1,4 @@
-// cpu_recurrent: the step form of DESIGN.md section 1 in float32, one (b, hv) head per task.
+// cpu_recurrent: the step form of docs/DESIGN.md section 1 in float32, one (b, hv) head per task.
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
 // Rounds: float32 arithmetic throughout, o rounded to params.dtype, hT kept in float32.
 // Workspace per worker: the K x V state and a V-vector.

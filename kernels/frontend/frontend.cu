@@ -1,4 +1,4 @@
-// frontend: the GDN front end alone (DESIGN.md section 1, "Fused front end"), and unfused_conv,
+// frontend: the GDN front end alone (docs/DESIGN.md section 1, "Fused front end"), and unfused_conv,
 // which runs it into a workspace and hands the result to wy_ut.
 //   q, k = l2norm(SiLU(causal_conv4(x_q, x_k)))  per head, eps inside the square root
 //   v    = SiLU(causal_conv4(x_v))

@@ -1,4 +1,4 @@
-// Device functions of the GDN front end (DESIGN.md section 1, "Fused front end"), the one
+// Device functions of the GDN front end (docs/DESIGN.md section 1, "Fused front end"), the one
 // definition every kernel that reads raw projections uses (kernels/frontend/frontend.cu,
 // kernels/decode/, the fused_conv prologues of kernels/wy_ut/). The scalar functions work on
 // one channel or one element; fe_roll is the register-rolled run of one thread (kFeVec

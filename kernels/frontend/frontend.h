@@ -1,4 +1,4 @@
-// The GDN front end on the GPU (DESIGN.md section 1, "Fused front end"): what turns a layer's raw
+// The GDN front end on the GPU (docs/DESIGN.md section 1, "Fused front end"): what turns a layer's raw
 // projections into the q, k, v, g, beta of the recurrence. Host-only declarations: no CUDA headers
 // needed to include this. The device functions live in kernels/frontend/frontend.cuh; the kernels in
 // kernels/frontend/frontend.cu (front end alone, and the unfused pipeline), kernels/decode/ (fused

@@ -1,4 +1,4 @@
-// recurrent: the step form of DESIGN.md section 1 on the GPU, sequential over T.
+// recurrent: the step form of docs/DESIGN.md section 1 on the GPU, sequential over T.
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
 // Work split: one block per (b, hv, 128/kSplit value columns). A group of kSplit consecutive lanes
 // owns one value column j: lane r holds state rows i = r + kSplit * n, n < kRows, in registers

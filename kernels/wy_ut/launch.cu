@@ -1,4 +1,4 @@
-// wy_ut: the chunked GDN forward of DESIGN.md section 1 with its products on tensor cores
+// wy_ut: the chunked GDN forward of docs/DESIGN.md section 1 with its products on tensor cores
 // (mma.sync m16n8k16, bf16/fp16 operands, float32 accumulation), chunk C = 64.
 //   gamma = local cumsum of g;  A = strictly_lower(diag(beta) K K^T .* D), D_ij = exp(g_i - g_j)
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V

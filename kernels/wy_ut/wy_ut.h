@@ -1,4 +1,4 @@
-// wy_ut: the chunked GDN forward (DESIGN.md section 1) with its products on tensor cores.
+// wy_ut: the chunked GDN forward (docs/DESIGN.md section 1) with its products on tensor cores.
 // Host-only declarations: no CUDA headers needed to include this. The algorithm, its rounding and
 // its budgets are described at the top of kernels/wy_ut/launch.cu and of its stage files.
 #pragma once
