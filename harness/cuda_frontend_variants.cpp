@@ -7,6 +7,7 @@
 
 #include "harness/cuda_run.h"
 #include "harness/metrics.h"
+#include "harness/rng.h"
 #include "kernels/launch_plans.h"
 #include "kernels/frontend.h"
 

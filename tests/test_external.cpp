@@ -12,6 +12,7 @@
 #include "harness/csv_read.h"
 #include "harness/external.h"
 #include "harness/npy.h"
+#include "harness/rng.h"
 #include "harness/variant.h"
 #include "tests/test_util.h"
 
