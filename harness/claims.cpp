@@ -15,8 +15,8 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
-#include "harness/cli.h"
-#include "harness/report.h"
+#include "harness/analysis/fits.h"
+#include "harness/io/errors.h"
 #include "harness/noise.h"
 
 namespace po = boost::program_options;

@@ -29,7 +29,7 @@
 // Noise. A timed metric (time_*, tflops, gbps, frac_*) is judged with an interval of kNoiseSigmas
 // (2) standard deviations around its value; counts (peak_device_bytes) are exact. A row's relative
 // standard deviation is its time_cv (the spread the regression rule of `report` reads too).
-//   slope:  slope_noise (harness/report.h): the rows' CVs through the least-squares weights and the
+//   slope:  slope_noise (harness/analysis/fits.h): the rows' CVs through the least-squares weights and the
 //           residual standard error of the fit (3 points or more), in quadrature.
 //   growth: log(y1 / y0) has variance cv0^2 + cv1^2 + 2 sd^2, sd the residual standard deviation of
 //           the series' log-log line over its points from `from` to `to` (3 points or more).
@@ -70,7 +70,7 @@ struct Claim {
   std::vector<ClaimCheck> checks;
 };
 
-// Throws UsageError (harness/cli.h) with one line naming `name` on a malformed file.
+// Throws UsageError (harness/io/errors.h) with one line naming `name` on a malformed file.
 std::vector<Claim> parse_claims(std::istream& in, const std::string& name);
 std::vector<Claim> read_claims_file(const std::string& path);
 // A path, or a name in claims/ ("gdn_claims"); throws UsageError when there is none.

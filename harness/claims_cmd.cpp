@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "harness/claims.h"
-#include "harness/cli.h"
+#include "harness/io/errors.h"
 
 const std::vector<std::string>& claims_required_columns() {
   static const std::vector<std::string> cols = {"schema_version", "variant", "family", "status", "device",

@@ -386,20 +386,6 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s + ",") {
-    if (c == ',') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else if (c != ' ' && c != '\t') {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 std::vector<int64_t> parse_positive_list(const std::string& flag, const std::string& value) {
   reject_empty_items(flag, value);
   std::vector<int64_t> out;

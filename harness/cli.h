@@ -7,15 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "harness/io/errors.h"
 #include "harness/reference_sample.h"
 #include "harness/problem.h"
 #include "harness/timing.h"
 #include "harness/variant.h"
-
-// A mistake of the user (bad flag, value, file): one line on stderr, exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 struct Case {
   Problem problem;
@@ -53,6 +49,5 @@ Invocation parse_invocation_with_suite(const std::vector<std::string>& args, boo
 std::string usage_text();
 
 // Helpers exposed for tests.
-std::vector<std::string> split_list(const std::string& s);
 std::vector<int64_t> parse_positive_list(const std::string& flag, const std::string& value);
 std::string resolve_suite_path(const std::string& name);

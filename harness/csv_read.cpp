@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/cli.h"
+#include "harness/io/errors.h"
 #include "harness/csv.h"
 
 std::vector<std::vector<std::string>> parse_csv_text(const std::string& text) {

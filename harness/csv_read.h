@@ -25,7 +25,7 @@ struct CsvTable {
 bool csv_schema_readable(const std::string& version);
 
 // Reads a gdnbench CSV and checks that every row's schema_version is readable and that every column in
-// `required` exists. Throws UsageError (harness/cli.h) with one line naming the file otherwise;
+// `required` exists. Throws UsageError (harness/io/errors.h) with one line naming the file otherwise;
 // the line starts with `command` (the sub-command that read it).
 CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
                            const std::string& command = "report");

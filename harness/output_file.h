@@ -14,7 +14,7 @@
 #pragma once
 #include <string>
 
-#include "harness/cli.h"
+#include "harness/io/errors.h"
 
 // The path is locked by another process (another gdnbench on the same output).
 struct OutputInUse : UsageError {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "harness/claims.h"
-#include "harness/cli.h"
+#include "harness/io/errors.h"
 #include "harness/csv.h"
 #include "harness/noise.h"
 
@@ -242,7 +242,7 @@ void complexity(std::string& md, const Series& series, const std::vector<Row>& r
         "least 3 distinct T: 1 is linear in T, 2 quadratic. Small T is launch-bound and flattens the "
         "slope, so it is also fitted over the upper half of the Ts (the largest ceil(n/2), at least 2). "
         "± upper half: the noise of that slope, 2 standard errors from the rows' CVs and the fit's "
-        "residuals (harness/report.h, what `claims` judges with); noisy rows: those with a CV above "
+        "residuals (harness/analysis/fits.h, what `claims` judges with); noisy rows: those with a CV above "
         "10%, of all the points and of the upper half.\n\n";
   std::string table =
       "| variant | dtype | B | H | HV | K | V | C | Ts | slope | R² | slope, upper half | R², upper half "

@@ -12,7 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "harness/cli.h"
+#include "harness/cost.h"
+#include "harness/io/errors.h"
 #include "harness/report.h"
 #include "harness/result.h"
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/claims.h"
-#include "harness/cli.h"
+#include "harness/io/errors.h"
 #include "harness/output_file.h"
 #include "harness/report.h"
 
