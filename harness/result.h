@@ -55,9 +55,3 @@ struct ResultRow {
   // fewer under a sampled GDN reference; 0: not verified. Referenced rows: ref_heads x ref_rows.
   int64_t ref_heads = 0;
 };
-
-// FLOP and byte counts of the problem for a family (DESIGN.md section 4).
-double gdn_flops(const Problem& p);
-double gdn_min_bytes(const Problem& p);
-double attention_flops(const Problem& p);
-double attention_min_bytes(const Problem& p);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/cli.h"
+#include "harness/cost.h"
 #include "harness/csv.h"
 #include "harness/inputs.h"
 #include "harness/resume.h"

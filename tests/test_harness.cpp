@@ -17,11 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "harness/cost.h"
 #include "harness/csv.h"
 #include "harness/gpu_runtime.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
 #include "harness/result.h"
+#include "harness/rng.h"
 #include "harness/runner.h"
 #include "harness/timing.h"
 #include "harness/tolerance.h"

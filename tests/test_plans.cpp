@@ -13,6 +13,7 @@
 #include "harness/gpu_runtime.h"
 #include "harness/plans.h"
 #include "harness/runner.h"
+#include "harness/skip.h"
 #include "harness/variant.h"
 
 namespace {
@@ -48,7 +49,9 @@ struct Reach {
 std::set<Reach> reached_by(const std::vector<Case>& cases, const PlanDevice& dev) {
   std::set<Reach> reached;
   for (const Case& c : cases) {
-    if (problem_skip_reason(*c.variant, c.problem)) continue;
+    GpuInfo as_if_gpu;  // the problem's reasons only: the plans are enumerated without a device
+    as_if_gpu.available = true;
+    if (skip_reason(*c.variant, c.problem, as_if_gpu)) continue;
     const VariantPlans* vp = find_variant_plans(c.variant->name);
     REQUIRE(vp != nullptr);
     PlanLaunch launch;

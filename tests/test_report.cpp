@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/cli.h"
+#include "harness/cost.h"
 #include "harness/csv.h"
 #include "harness/report.h"
 #include "harness/result.h"
