@@ -1,4 +1,5 @@
 // `gdnbench dump` and `gdnbench check` (harness/external.h).
+// About 600 lines on purpose: `dump` and `check` share the manifest, its layouts and their checks.
 #include "harness/external.h"
 
 #include <algorithm>
@@ -16,11 +17,11 @@
 #include <boost/property_tree/ptree.hpp>
 #include <fmt/format.h>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/cost.h"
-#include "harness/csv.h"
-#include "harness/csv_read.h"
-#include "harness/npy.h"
+#include "harness/io/csv.h"
+#include "harness/io/csv_read.h"
+#include "harness/io/npy.h"
 #include "harness/runner.h"
 #include "kernels/frontend.h"
 

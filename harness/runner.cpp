@@ -157,7 +157,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     ctx.cpu_threads = opt.cpu_threads;
     // The plan: the variant's own choice on this device, or the forced one where it can run.
     // (A variant outside the plan table, as tests build, has one path and no plan to force; every
-    // registered variant has an entry: tests/test_plans.cpp.)
+    // registered variant has an entry: tests/kernels/test_plans.cpp.)
     const VariantPlans* plans = find_variant_plans(v.name);
     PlanChoice plan;
     if (plans) plan = plans->choose(c.problem, plan_device_for(v.name, c.problem), ctx.plan);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "harness/reference_sample.h"
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/result.h"
 

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/runner.h"
 #include "kernels/cpu_mutation.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 
