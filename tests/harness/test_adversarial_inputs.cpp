@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
 #include "harness/runner.h"

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/cost.h"
-#include "harness/csv.h"
+#include "harness/io/csv.h"
 #include "harness/inputs.h"
-#include "harness/resume.h"
+#include "harness/io/resume.h"
 #include "harness/result.h"
 #include "harness/runner.h"
 #include "reference/gdn_reference.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_variants.h"
 #include "kernels/cuda_kernels.h"

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/external.h"
 #include "harness/inputs.h"
-#include "harness/npy.h"
+#include "harness/io/npy.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

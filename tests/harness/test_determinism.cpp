@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <string>
 
-#include "harness/cli.h"
-#include "harness/csv.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -1,15 +1,15 @@
 // The exit codes of the binary, as README.md and `gdnbench --help` document them: 0 every check
 // passed, 1 a check failed, 2 usage error, 3 runtime error (such as no device when one was
-// required). Exit 1 is pinned in tests/test_cli.cpp ("verify exits 1 when a check fails").
+// required). Exit 1 is pinned in tests/harness/test_cli.cpp ("verify exits 1 when a check fails").
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <string>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/variant.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
-#include "harness/csv.h"
-#include "harness/csv_read.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
+#include "harness/io/csv_read.h"
 #include "harness/external.h"
-#include "harness/npy.h"
+#include "harness/io/npy.h"
 #include "harness/rng.h"
 #include "harness/variant.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -7,15 +7,15 @@
 #include <cmath>
 #include <set>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/frontend_inputs.h"
 #include "harness/inputs.h"
 #include "harness/metrics.h"
-#include "harness/resume.h"
+#include "harness/io/resume.h"
 #include "harness/runner.h"
 #include "kernels/frontend.h"
 #include "reference/frontend_reference.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 #ifdef GDNBENCH_HAVE_CUDA
 #include "harness/cuda_frontend_variants.h"
 #endif

@@ -9,8 +9,8 @@
 #include <sstream>
 #include <string>
 
-#include "harness/cli.h"
-#include "tests/test_util.h"
+#include "harness/io/cli.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

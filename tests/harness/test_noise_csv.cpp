@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/csv.h"
+#include "harness/io/csv.h"
 #include "harness/result.h"
 #include "harness/noise.h"
 

@@ -10,9 +10,9 @@
 
 #include "harness/external.h"
 #include "harness/metrics.h"
-#include "harness/npy.h"
+#include "harness/io/npy.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// Outputs that never harm a file (harness/output_file.h) and interrupts that stop a long case
+// Outputs that never harm a file (harness/io/output_file.h) and interrupts that stop a long case
 // (harness/runner.h): the binary on FIFOs, sockets, directories, symbolic links and locked files
 // made in temporary directories (never a real device), and SIGINT/SIGTERM during long cases.
 #include <sys/socket.h>
@@ -18,10 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "harness/csv.h"
-#include "harness/npy.h"
+#include "harness/io/csv.h"
+#include "harness/io/npy.h"
 #include "reference/gdn_reference.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

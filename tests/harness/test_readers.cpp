@@ -4,14 +4,14 @@
 
 #include <sstream>
 
-#include "harness/cli.h"
-#include "harness/csv.h"
-#include "harness/csv_read.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
+#include "harness/io/csv_read.h"
 #include "harness/external.h"
-#include "harness/npy.h"
-#include "harness/report.h"
-#include "harness/resume.h"
-#include "tests/test_util.h"
+#include "harness/io/npy.h"
+#include "harness/analysis/report.h"
+#include "harness/io/resume.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
-#include "harness/csv.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
 #include "harness/metrics.h"
 #include "harness/reference_sample.h"
 #include "harness/runner.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 
@@ -326,7 +326,7 @@ TEST_CASE("the CSV records the referenced heads in ref_heads", "[harness][csv][s
   CHECK(csv_row_fields(meta, full)[rows_col] == "50");
 }
 
-// The option itself: tests/test_sampled_reference.cpp, with --attention-ref.
+// The option itself: tests/harness/test_sampled_reference.cpp, with --attention-ref.
 TEST_CASE("the gate verifies against full references, the large suite against sampled ones",
           "[cli][sampled][gdn]") {
   const std::string suites = std::string(GDNBENCH_SOURCE_DIR) + "/suites/";

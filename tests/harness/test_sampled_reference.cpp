@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "harness/reference_sample.h"
-#include "harness/cli.h"
-#include "harness/csv.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
 #include "harness/metrics.h"
 #include "harness/runner.h"
 #include "reference/gdn_reference.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

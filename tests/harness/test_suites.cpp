@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 
 TEST_CASE("every suite in suites/ parses and expands", "[cli][suites]") {
   namespace fs = std::filesystem;
