@@ -9,8 +9,10 @@
 
 #include <thread>
 
+#include "harness/cost.h"
 #include "harness/gpu_runtime.h"
 #include "harness/runner.h"
+#include "harness/skip.h"
 
 namespace {
 
@@ -37,17 +39,16 @@ void bench_case(benchmark::State& state, const VariantInfo* variant, Problem pro
     const TimingStats t = variant->backend == Backend::cuda ? time_gpu_run(*run, one) : time_cpu_run(*run, one);
     state.SetIterationTime(t.median_ms * 1e-3);
   }
-  const bool is_gdn = variant->family == Family::gdn;
-  const double flops = is_gdn ? gdn_flops(problem) : attention_flops(problem);
-  const double bytes = is_gdn ? gdn_min_bytes(problem) : attention_min_bytes(problem);
-  state.counters["TFLOP"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["GB"] = benchmark::Counter(bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  const CaseCost cost = case_cost(*variant, problem);
+  state.counters["TFLOP"] = benchmark::Counter(cost.flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB"] = benchmark::Counter(cost.bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool gpu = query_gpu().available;
+  const GpuInfo gpu_info = query_gpu();
+  const bool gpu = gpu_info.available;
   // GPU: the production head size over T; CPU: a small shape so the front end runs anywhere.
   const std::vector<int64_t> Ts = gpu ? std::vector<int64_t>{1024, 4096, 16384} : std::vector<int64_t>{256, 1024};
   const GdnShape base = gpu ? GdnShape{1, 0, 32, 32, 128, 128} : GdnShape{1, 0, 2, 2, 64, 64};
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
         p.shape.T = T;
         p.dtype = dt;
         p.seed = 0x5EED;
-        if (v.unsupported(p)) continue;
+        if (skip_reason(v, p, gpu_info)) continue;
         benchmark::RegisterBenchmark(fmt::format("{}/{}/B{}_T{}_H{}_K{}_V{}", v.name, dtype_name(dt),
                                                  p.shape.B, T, p.shape.H, p.shape.K, p.shape.V).c_str(),
                                      bench_case, &v, p)

@@ -44,7 +44,7 @@ int device_sm_count() {
   return sms;
 }
 
-// The SMs where there is a device; without one (the shape checks of tests/test_plans.cpp), 0: the
+// The SMs where there is a device; without one (the shape checks of tests/kernels/test_plans.cpp), 0: the
 // workspace is then sized for one split, and the memory check has no device to compare with.
 int device_sm_count_or_zero() {
   int device = 0, sms = 0;

@@ -5,6 +5,7 @@
 #include "harness/cuda_run.h"
 #include "harness/gpu_runtime.h"
 #include "harness/inputs.h"
+#include "harness/rng.h"
 
 namespace {
 

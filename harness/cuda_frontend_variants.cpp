@@ -7,6 +7,7 @@
 
 #include "harness/cuda_run.h"
 #include "harness/metrics.h"
+#include "harness/rng.h"
 #include "kernels/plans/launch_plans.h"
 #include "kernels/frontend/frontend.h"
 

@@ -1,5 +1,5 @@
 // Registry hooks for the CUDA variants that take a front-end problem's raw projections
-// (kernels/frontend.h): unfused_conv, fused_conv and fused_decode. Compiled only when nvcc is found.
+// (kernels/frontend/frontend.h): unfused_conv, fused_conv and fused_decode. Compiled only when nvcc is found.
 #pragma once
 #include "harness/variant.h"
 

@@ -75,7 +75,7 @@ std::string gib_text(double bytes) { return fmt::format("{:.1f} GiB", bytes / do
 std::optional<std::string> device_memory_shortfall(double need_bytes, const char* what) {
   size_t free_bytes = 0, total_bytes = 0;
   // No device to ask: nothing to fall short of. The runner skips GPU cases without a device
-  // before this; the plan tests (tests/test_plans.cpp) ask for the shape limits alone.
+  // before this; the plan tests (tests/kernels/test_plans.cpp) ask for the shape limits alone.
   if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;

@@ -1,4 +1,4 @@
-// Device query, device-side poisoning and the GPU timing engine (DESIGN.md section 4).
+// Device query, device-side poisoning and the GPU timing engine (docs/DESIGN.md section 4).
 #include <cuda_runtime.h>
 
 #include <chrono>

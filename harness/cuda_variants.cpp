@@ -98,7 +98,7 @@ class AttnNaiveRun : public CudaRunBase {
     CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.get(), kCublasWorkspaceBytes));
   }
   // The scores too: the softmax reads what the cuBLAS GEMM wrote, so a score it left unwritten
-  // (compute-sanitizer's initcheck reported such reads, docs/perf-notes.md "Sanitizers") becomes a
+  // (compute-sanitizer's initcheck reported such reads, docs/log/runs-001-033.md, "Sanitizers") becomes a
   // NaN in o and a FAIL, not a silent stale value. Batches after the first reuse the buffer.
   void poison_outputs() override {
     poison(o_, o_elems_, params_.dtype);

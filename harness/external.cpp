@@ -1,4 +1,5 @@
 // `gdnbench dump` and `gdnbench check` (harness/external.h).
+// About 600 lines on purpose: `dump` and `check` share the manifest, its layouts and their checks.
 #include "harness/external.h"
 
 #include <algorithm>
@@ -16,10 +17,11 @@
 #include <boost/property_tree/ptree.hpp>
 #include <fmt/format.h>
 
-#include "harness/cli.h"
-#include "harness/csv.h"
-#include "harness/csv_read.h"
-#include "harness/npy.h"
+#include "harness/io/cli.h"
+#include "harness/cost.h"
+#include "harness/io/csv.h"
+#include "harness/io/csv_read.h"
+#include "harness/io/npy.h"
 #include "harness/runner.h"
 #include "kernels/frontend/frontend.h"
 
@@ -387,8 +389,15 @@ ResultRow check_external(const CheckOptions& opt) {
   row.backend = "ext";
   row.precision = precision_name(opt.precision);
   row.device = opt.device;
-  row.flops = is_gdn ? gdn_flops(p) : attention_flops(p);
-  row.bytes = !is_gdn ? attention_min_bytes(p) : p.frontend ? frontend_min_bytes_f32_state(p) : gdn_min_bytes(p);
+  // An implementation outside the registry moves what the family's count says; a front-end one
+  // what a front-end variant with a float32 state moves; a registered variant's name, its own count.
+  const VariantInfo* known = find_variant(opt.variant);
+  double (*min_bytes)(const Problem&) = is_gdn && p.frontend ? frontend_min_bytes_f32_state : nullptr;
+  if (known && known->family == (is_gdn ? Family::gdn : Family::attention) && known->min_bytes)
+    min_bytes = known->min_bytes;
+  const CaseCost cost = case_cost(is_gdn ? Family::gdn : Family::attention, min_bytes, p);
+  row.flops = cost.flops;
+  row.bytes = cost.bytes;
   row.tol = tolerance_for(opt.precision, p.dtype);
 
   const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));

@@ -36,7 +36,7 @@ struct DumpedProblem {
   Problem problem;
   HostInputs inputs;
 };
-// Throws UsageError (harness/cli.h) with one line when the directory, manifest or a file is wrong.
+// Throws UsageError (harness/io/errors.h) with one line when the directory, manifest or a file is wrong.
 DumpedProblem read_dump(const std::string& dir);
 // The manifest alone, from its text (what read_dump reads through); `manifest` names the file in
 // the errors. Throws UsageError as read_dump does (also on JSON nested deeper than 64 levels, which

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
-#include "harness/inputs.h"
+#include "harness/rng.h"
 #include "kernels/frontend/frontend.h"
 #include "reference/frontend_reference.h"
 
@@ -16,24 +15,10 @@ enum FrontEndStream : uint32_t {
   kCacheQ, kCacheK, kCacheV
 };
 
-// f(i) for i < n over threads; f is a pure function of i (counter-based), so the split is moot.
-template <typename F>
-std::vector<float> tensor(int64_t n, F f) {
-  std::vector<float> x(size_t(std::max<int64_t>(n, 0)));
-  const int64_t workers = std::clamp<int64_t>(n / (1 << 16), 1, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int64_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t i = n * w / workers; i < n * (w + 1) / workers; ++i) x[size_t(i)] = f(i);
-    });
-  for (auto& t : pool) t.join();
-  return x;
-}
-
 std::vector<float> normal(const Problem& p, uint32_t stream, int64_t n, double scale) {
   const uint64_t seed = p.seed;
   const DType dt = p.dtype;
-  return tensor(n, [=](int64_t i) { return round_to(dt, float(scale * counter_normal(seed, stream, uint64_t(i)))); });
+  return counter_tensor(n, [=](int64_t i) { return round_to(dt, float(scale * counter_normal(seed, stream, uint64_t(i)))); });
 }
 
 std::vector<double> up(const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); }
@@ -63,10 +48,10 @@ FrontEndHost make_frontend_inputs(const Problem& p) {
     in.cache_v = normal(p, kCacheV, s.B * cv * kConvCache, 1.0);
   }
   const uint64_t seed = p.seed;
-  in.A_log = tensor(s.HV, [=](int64_t i) {
+  in.A_log = counter_tensor(s.HV, [=](int64_t i) {
     return float(std::log(1.0 + 15.0 * counter_uniform(seed, kALog, uint64_t(i))));
   });
-  in.dt_bias = tensor(s.HV, [=](int64_t i) {
+  in.dt_bias = counter_tensor(s.HV, [=](int64_t i) {
     const double lo = std::log(1e-3), hi = std::log(0.1);
     const double dt = std::exp(lo + (hi - lo) * counter_uniform(seed, kDtBias, uint64_t(i)));
     return float(std::log(std::expm1(dt)));  // softplus(dt_bias) = dt

@@ -1,5 +1,5 @@
 // Inputs of a front-end problem (Problem::frontend, `--frontend on`): the raw projections and
-// front-end parameters a GDN layer feeds its kernel (DESIGN.md section 1, "Fused front end"),
+// front-end parameters a GDN layer feeds its kernel (docs/DESIGN.md section 1, "Fused front end"),
 // instead of ready-made q, k, v, g, beta. Layouts of reference/frontend_reference.h.
 #pragma once
 #include <cstdint>

@@ -24,7 +24,7 @@ struct GpuInfo {
 
 bool cuda_compiled();
 GpuInfo query_gpu();
-// Events on the run's stream, L2 flushed before each sample when asked (DESIGN.md section 4).
+// Events on the run's stream, L2 flushed before each sample when asked (docs/DESIGN.md section 4).
 TimingStats time_gpu_run(VariantRun& run, const TimingConfig& cfg);
 // Fills `elems` elements of type dt at ptr with the poison bits (metrics.h), on the stream.
 void poison_device_buffer(void* ptr, int64_t elems, DType dt, void* stream);

@@ -6,16 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "harness/rng.h"
 #include "kernels/frontend/frontend.h"
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 enum Stream : uint32_t { kQ = 1, kK, kV, kG, kGateMask, kBeta, kH0 };
 // Streams of the KV cache, apart from the enum above so that new input tensors can extend it.
@@ -29,35 +23,6 @@ void l2_normalise_rows(std::vector<float>& x, int64_t row) {
     for (int64_t c = 0; c < row; ++c) x[r + c] = float(x[r + c] * inv);
   }
 }
-
-// Counter-based, so the split over threads cannot change a value.
-std::vector<float> normal_tensor(uint64_t seed, uint32_t stream, int64_t n) {
-  std::vector<float> x(n);
-  const int64_t workers = std::clamp<int64_t>(n / (1 << 16), 1, std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> pool;
-  for (int64_t w = 0; w < workers; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t i = n * w / workers; i < n * (w + 1) / workers; ++i)
-        x[i] = float(counter_normal(seed, stream, i));
-    });
-  for (auto& t : pool) t.join();
-  return x;
-}
-
-}  // namespace
-
-double counter_uniform(uint64_t seed, uint32_t stream, uint64_t index) {
-  const uint64_t h = splitmix64(splitmix64(seed ^ (uint64_t(stream) << 56)) ^ index);
-  return (double(h >> 11) + 1.0) * (1.0 / 9007199254740992.0);  // (0, 1]
-}
-
-double counter_normal(uint64_t seed, uint32_t stream, uint64_t index) {
-  const double u1 = counter_uniform(seed, stream, 2 * index);
-  const double u2 = counter_uniform(seed, stream, 2 * index + 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-}
-
-namespace {
 
 std::vector<float> draw_h0(const Problem& p) {
   std::vector<float> h0 = normal_tensor(p.seed, kH0, p.shape.state_elems());

@@ -1,4 +1,4 @@
-// Seeded, counter-based input generation: element i of a tensor is a pure function of (seed,
+// Seeded, counter-based input generation (harness/rng.h): element i of a tensor is a pure function of (seed,
 // tensor, i), so values never depend on thread count or order. q, k, v are rounded to the problem
 // dtype here, so the reference sees exactly what the kernels see.
 #pragma once
@@ -25,10 +25,6 @@ struct HostInputs {
   // q, k, v, g and beta are empty (the kernel derives them) and h0 is drawn as always.
   FrontEndHost fe;
 };
-
-// Standard normal and uniform (0, 1] draws for element `index` of tensor `stream`.
-double counter_normal(uint64_t seed, uint32_t stream, uint64_t index);
-double counter_uniform(uint64_t seed, uint32_t stream, uint64_t index);
 
 HostInputs make_inputs(const Problem& p);
 // Fills in.k_cache and in.v_cache for p.context (a no-op when they already hold them).

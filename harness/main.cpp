@@ -11,17 +11,17 @@
 
 #include <fmt/format.h>
 
-#include "harness/claims.h"
-#include "harness/cli.h"
-#include "harness/csv.h"
+#include "harness/analysis/claims.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv.h"
 #include "harness/external.h"
 #include "harness/gpu_runtime.h"
-#include "harness/junit.h"
-#include "harness/output_file.h"
-#include "harness/report.h"
-#include "harness/resume.h"
+#include "harness/io/junit.h"
+#include "harness/io/output_file.h"
+#include "harness/analysis/report.h"
+#include "harness/io/resume.h"
 #include "harness/runner.h"
-#include "harness/table.h"
+#include "harness/io/table.h"
 
 #include "git_sha.h"  // generated at build time
 
@@ -106,13 +106,13 @@ int run_ceilings(const GpuInfo& gpu, const std::string& out_path, L2Flush l2_flu
 }
 
 // The source's sha (GDNBENCH_GIT_SHA in the environment overrides the one built in). No build
-// knob chooses a kernel (kernels/launch_plans.h), so the sha names the code that ran.
+// knob chooses a kernel (kernels/plans/launch_plans.h), so the sha names the code that ran.
 std::string rows_git_sha() {
   const char* env_sha = std::getenv("GDNBENCH_GIT_SHA");
   return env_sha ? env_sha : GDNBENCH_GIT_SHA;
 }
 
-// The facts the plans read of this GPU, at the production shapes (tests/test_plans.cpp keeps the
+// The facts the plans read of this GPU, at the production shapes (tests/kernels/test_plans.cpp keeps the
 // H200's).
 void print_plan_device_facts(std::FILE* out) {
   Problem p;

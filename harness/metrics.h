@@ -1,4 +1,4 @@
-// Comparison of a kernel's output against the float64 reference (DESIGN.md section 3).
+// Comparison of a kernel's output against the float64 reference (docs/DESIGN.md section 3).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -1,4 +1,4 @@
-// Every variant's plans, by name (kernels/launch_plans.h): its stages and options, and the one
+// Every variant's plans, by name (kernels/plans/launch_plans.h): its stages and options, and the one
 // function that chooses a plan for a problem on a device, forced or not (Problem::plan). The
 // runner records the choice in every row and hands it to the run (RunContext::plan); tests
 // enumerate the table, which lists the CUDA variants in builds without CUDA too.

@@ -8,7 +8,7 @@
 #include "kernels/common/dtype.h"
 #include "reference/gdn_shape.h"
 
-// How the log decay g is drawn (DESIGN.md section 3).
+// How the log decay g is drawn (docs/DESIGN.md section 3).
 enum class GateDist {
   logsigmoid,  // g = logsigmoid(x) / 16, x ~ N(0, 1), 10% of entries masked to exactly 0
   zero,        // g = 0 everywhere: DeltaNet's transition inside a gated kernel
@@ -53,10 +53,10 @@ struct Problem {
   int64_t context = 0;
   uint64_t seed = 0;
   // The inputs are raw projections and front-end parameters (harness/frontend_inputs.h): the
-  // kernel runs the short conv, SiLU, L2 norm and gates itself (DESIGN.md section 1, "Fused front
+  // kernel runs the short conv, SiLU, L2 norm and gates itself (docs/DESIGN.md section 1, "Fused front
   // end"), and returns the final conv caches too. gate_dist, beta_dist and k_norm do not apply.
   bool frontend = false;
-  // --plan: the plan to force (harness/plans.h, kernels/launch_plans.h); "auto": the variant's
+  // --plan: the plan to force (harness/plans.h, kernels/plans/launch_plans.h); "auto": the variant's
   // own choice. Not part of the inputs: the same inputs and reference serve every plan.
   std::string plan = "auto";
 

@@ -37,7 +37,7 @@ struct ResultRow {
   TensorMetrics conv;
   Tolerance tol{0, 0, ""};
   std::optional<TimingStats> timing;
-  double flops = 0;    // documented FLOP count (DESIGN.md section 4)
+  double flops = 0;    // documented FLOP count (docs/DESIGN.md section 4)
   double bytes = 0;    // minimum bytes: each input read once, each output written once
   int64_t peak_device_bytes = 0;
   double ceiling_gbps = 0;    // measured copy bandwidth of the device (GPU rows, run only)
@@ -55,9 +55,3 @@ struct ResultRow {
   // fewer under a sampled GDN reference; 0: not verified. Referenced rows: ref_heads x ref_rows.
   int64_t ref_heads = 0;
 };
-
-// FLOP and byte counts of the problem for a family (DESIGN.md section 4).
-double gdn_flops(const Problem& p);
-double gdn_min_bytes(const Problem& p);
-double attention_flops(const Problem& p);
-double attention_min_bytes(const Problem& p);

@@ -13,39 +13,9 @@
 
 #include <fmt/format.h>
 
+#include "harness/cost.h"
 #include "harness/frontend_inputs.h"
-
-namespace {
-
-std::optional<std::string> availability_problem(const VariantInfo& v, const RunOptions& opt) {
-  if (v.backend == Backend::cuda && !opt.gpu.available)
-    return fmt::format("no CUDA device: {}", opt.gpu.why_not);
-  return std::nullopt;
-}
-
-// Attention baselines read q, k, v of the GDN problem as HV heads of dim K and V.
-std::optional<std::string> attention_applicability(const Problem& p) {
-  if (p.shape.H != p.shape.HV) return std::string("attention baselines need H == HV");
-  if (!p.use_gate || !p.use_delta || p.use_h0)
-    return std::string("attention baselines run only on the plain GDN configuration (gate on, delta on, h0 off)");
-  return std::nullopt;
-}
-
-// A front-end problem (raw projections) suits only the variants that take them, and the other
-// way round.
-std::optional<std::string> frontend_applicability(const VariantInfo& v, const Problem& p) {
-  if (v.frontend != p.frontend) return frontend_mismatch_reason(v.frontend);
-  return std::nullopt;
-}
-
-}  // namespace
-
-std::optional<std::string> problem_skip_reason(const VariantInfo& v, const Problem& p) {
-  if (auto why = frontend_applicability(v, p)) return why;
-  if (v.family == Family::attention)
-    if (auto why = attention_applicability(p)) return why;
-  return v.unsupported(p);
-}
+#include "harness/skip.h"
 
 namespace {
 
@@ -171,13 +141,12 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   row.precision = precision_name(v.precision);
   row.device = v.backend == Backend::cuda && opt.gpu.available ? opt.gpu.name : opt.cpu_name;
   const bool is_gdn = v.family == Family::gdn;
-  row.flops = is_gdn ? gdn_flops(c.problem) : attention_flops(c.problem);
-  row.bytes = v.min_bytes ? v.min_bytes(c.problem) : is_gdn ? gdn_min_bytes(c.problem) : attention_min_bytes(c.problem);
+  const CaseCost cost = case_cost(v, c.problem);
+  row.flops = cost.flops;
+  row.bytes = cost.bytes;
   row.tol = tolerance_for(v.precision, c.problem.dtype);
 
-  std::optional<std::string> skip = availability_problem(v, opt);
-  if (!skip) skip = problem_skip_reason(v, c.problem);
-  if (skip) {
+  if (const std::optional<std::string> skip = skip_reason(v, c.problem, opt.gpu)) {
     row.status = Status::skipped;
     row.reason = *skip;
     return row;
@@ -188,7 +157,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     ctx.cpu_threads = opt.cpu_threads;
     // The plan: the variant's own choice on this device, or the forced one where it can run.
     // (A variant outside the plan table, as tests build, has one path and no plan to force; every
-    // registered variant has an entry: tests/test_plans.cpp.)
+    // registered variant has an entry: tests/kernels/test_plans.cpp.)
     const VariantPlans* plans = find_variant_plans(v.name);
     PlanChoice plan;
     if (plans) plan = plans->choose(c.problem, plan_device_for(v.name, c.problem), ctx.plan);
@@ -310,8 +279,7 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   HostInputs with_cache;
   // The cache only for a case that will run (a SKIPPED one may be skipped for its size).
   const bool needs_cache = !is_gdn && c.problem.context > 0 && given.k_cache.empty() &&
-                           !availability_problem(*c.variant, opt) &&
-                           !attention_applicability(c.problem) && !c.variant->unsupported(c.problem);
+                           !skip_reason(*c.variant, c.problem, opt.gpu);
   if (needs_cache) {
     with_cache = given;
     add_kv_cache(c.problem, with_cache);
@@ -357,8 +325,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                  cases.size(), c.variant->name, dtype_name(c.problem.dtype), c.problem.shape.T,
                  elapsed, eta);
     }
-    const bool runnable = !availability_problem(*c.variant, opt) &&
-                          !frontend_applicability(*c.variant, c.problem) && !c.variant->unsupported(c.problem);
+    const bool runnable = !skip_reason(*c.variant, c.problem, opt.gpu);
     // A signal during the case abandons it: the references throw ReferenceCancelled, the sampling
     // loops Interrupted (which run_case reports as an error row), and the row is not written.
     try {
@@ -383,8 +350,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                                     gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
         have_gdn_ref = true;
       }
-      if (runnable && c.variant->family == Family::attention && !have_attn_ref &&
-          !attention_applicability(c.problem)) {
+      if (runnable && c.variant->family == Family::attention && !have_attn_ref) {
         add_kv_cache(c.problem, inputs);  // generated only for attention: GDN ignores the context
         attn_ref = attention_reference_rows_for(
             c.problem, ref_in, attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "harness/reference_sample.h"
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/gpu_runtime.h"
 #include "harness/result.h"
 
@@ -85,9 +85,6 @@ AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& 
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
 
 std::string cpu_model_name();
-// Why variant v cannot run problem p, its device aside (a front-end problem for a variant without
-// one, attention on a GDN-only configuration, the variant's own limits), or nullopt.
-std::optional<std::string> problem_skip_reason(const VariantInfo& v, const Problem& p);
 // What keeps o (dtype) and hT (float32) of a judged row from passing against row.tol: too little
 // compared (coverage_problem), an unwritten or non-finite element, rel_l2 past the bound. The one
 // judgement of `verify` and `check`.

@@ -11,7 +11,7 @@
 // - write: a buffer of twice the L2 size overwritten (a memset), the flush of Triton's do_bench
 //   and nvbench: no input stays cached, and the L2 is left full of the memset's dirty lines, whose
 //   write-back the timed kernel pays as its own traffic evicts them (3-5 us a sample on the H200:
-//   11% of a 28 us decode step, run 89 in docs/perf-notes.md).
+//   11% of a 28 us decode step, run 89 in docs/log/runs-071-106.md).
 // - clean: the same memset, then a read of the whole buffer, so the L2 holds clean lines of
 //   nothing the kernel touches: it pays for its own traffic only.
 // - off: nothing; the previous sample's lines stay, and the GPU idles between samples.

@@ -1,4 +1,4 @@
-// Float64 front end of a GDN layer (DESIGN.md section 1, "Fused front end"): what real layers
+// Float64 front end of a GDN layer (docs/DESIGN.md section 1, "Fused front end"): what real layers
 // feed the recurrence. Per channel a causal depthwise convolution of width W over T, then SiLU;
 // q and k L2-normalised per head (eps inside the square root); g = -exp(A_log) softplus(a +
 // dt_bias); beta = sigmoid(b); then the GDN recurrence. No CUDA headers.

@@ -1,4 +1,4 @@
-// Float64 definitions of gated DeltaNet (DESIGN.md section 1). These are the answers every kernel
+// Float64 definitions of gated DeltaNet (docs/DESIGN.md section 1). These are the answers every kernel
 // is judged against; nothing here is tuned for speed. No CUDA headers.
 #pragma once
 #include <atomic>

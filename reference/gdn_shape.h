@@ -1,4 +1,4 @@
-// Shapes shared by the reference, the kernels and the harness (layout of DESIGN.md section 1).
+// Shapes shared by the reference, the kernels and the harness (layout of docs/DESIGN.md section 1).
 #pragma once
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gate's reach, measured on the machine that ran it: every (variant, stage option, dtype) that
 `gdnbench list --plans` lists must appear in a PASS row of the gate's CSV (its `plan` column, one
-option per stage joined by '/', a detail in parentheses after them). tests/test_plans.cpp proves
+option per stage joined by '/', a detail in parentheses after them). tests/kernels/test_plans.cpp proves
 the same from the plan functions on the H200's facts; this checks what the launches recorded.
 
     build/gdnbench list --plans > plans.txt

@@ -93,13 +93,6 @@ int launch_gdn_wy_ut_output_per_chunk(const GdnParams& p, const GdnWyUtWorkspace
 // the reference the tests compare the pipelined prepare's gamma, W and U0 with, bit for bit
 // (fused_conv runs it with its front end).
 int launch_gdn_wy_ut_prepare_per_chunk(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
-// The names tests/test_gpu_wy_ut.cpp calls the two above by, until it calls them by theirs.
-inline int launch_gdn_wy_ut_output_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  return launch_gdn_wy_ut_output_per_chunk(p, ws, stream);
-}
-inline int launch_gdn_wy_ut_prepare_v2(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
-  return launch_gdn_wy_ut_prepare_per_chunk(p, ws, stream);
-}
 
 // Blocks per (b, hv) of the output stage (and of prepare's): as many as fill one wave of
 // resident_blocks over the heads (at least 1, at most num_chunks), then the fewest that keep the

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "harness/claims.h"
-#include "harness/cli.h"
+#include "harness/analysis/claims.h"
+#include "harness/io/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> args;

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/claims.h"
-#include "harness/cli.h"
-#include "harness/csv_read.h"
-#include "harness/report.h"
+#include "harness/analysis/claims.h"
+#include "harness/io/cli.h"
+#include "harness/io/csv_read.h"
+#include "harness/analysis/report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

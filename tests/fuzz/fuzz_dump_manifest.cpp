@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/external.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "harness/cli.h"
-#include "harness/resume.h"
+#include "harness/io/cli.h"
+#include "harness/io/resume.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const Invocation base = parse_invocation({"verify", "--suite", "smoke", "--resume", "--out", "fuzz.csv"}, false);

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::istringstream suite(std::string(reinterpret_cast<const char*>(data), size));

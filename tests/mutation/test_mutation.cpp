@@ -1,4 +1,4 @@
-// The mutation check: each bug planted in the CPU kernels (kernels/cpu_mutation.h) must give the
+// The mutation check: each bug planted in the CPU kernels (kernels/cpu/cpu_mutation.h) must give the
 // gate suite at least one FAIL row in every variant it is planted in, and the unmutated kernels
 // must pass the same gate, so that a caught mutation means something. Built only into
 // gdnbench_mutation_tests, which links gdn_kernels_cpu_mutable in place of gdn_kernels_cpu.
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/cli.h"
+#include "harness/io/cli.h"
 #include "harness/runner.h"
 #include "kernels/cpu/cpu_mutation.h"
-#include "tests/test_util.h"
+#include "tests/common/test_util.h"
 
 namespace {
 

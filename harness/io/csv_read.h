@@ -1,0 +1,34 @@
+// Reading gdnbench CSVs back (schema v1 and v2, reports/SCHEMA.md): an RFC 4180 parser and a table whose
+// columns are looked up by header name, as the schema asks.
+#pragma once
+#include <string>
+#include <vector>
+
+// RFC 4180: quoted fields may hold commas, doubled quotes, CR and LF; a trailing line end is not
+// a row. Throws std::runtime_error on a quote left open at the end of the text.
+std::vector<std::vector<std::string>> parse_csv_text(const std::string& text);
+
+struct CsvTable {
+  std::string path;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;  // each as wide as the header
+
+  // Index of column `name`, or -1.
+  int column(const std::string& name) const;
+  // Cell of row i in column `name`; "" when the column is absent.
+  const std::string& cell(size_t i, const std::string& name) const;
+  // The cell as a number; NaN when empty (the schema's "not applicable") or not a number.
+  double number(size_t i, const std::string& name) const;
+};
+
+// Whether a row of this schema_version can be read (kCsvOldestReadableSchema .. kCsvSchemaVersion).
+bool csv_schema_readable(const std::string& version);
+
+// Reads a gdnbench CSV and checks that every row's schema_version is readable and that every column in
+// `required` exists. Throws UsageError (harness/io/errors.h) with one line naming the file otherwise;
+// the line starts with `command` (the sub-command that read it).
+CsvTable read_gdnbench_csv(const std::string& path, const std::vector<std::string>& required,
+                           const std::string& command = "report");
+// The same checks on the text of such a CSV (what read_gdnbench_csv reads through); `path` names it.
+CsvTable parse_gdnbench_csv(const std::string& text, const std::string& path,
+                            const std::vector<std::string>& required, const std::string& command = "report");

@@ -1,0 +1,19 @@
+#include "harness/skip.h"
+
+#include <fmt/format.h>
+
+#include "harness/frontend_inputs.h"
+
+std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, const GpuInfo& gpu) {
+  if (v.backend == Backend::cuda && !gpu.available) return fmt::format("no CUDA device: {}", gpu.why_not);
+  // A front-end problem (raw projections) suits only the variants that take them, and the other
+  // way round.
+  if (v.frontend != p.frontend) return frontend_mismatch_reason(v.frontend);
+  // Attention baselines read q, k, v of the GDN problem as HV heads of dim K and V.
+  if (v.family == Family::attention) {
+    if (p.shape.H != p.shape.HV) return std::string("attention baselines need H == HV");
+    if (!p.use_gate || !p.use_delta || p.use_h0)
+      return std::string("attention baselines run only on the plain GDN configuration (gate on, delta on, h0 off)");
+  }
+  return v.unsupported(p);
+}
