@@ -12,13 +12,13 @@ cd "$(dirname "$0")/.."
 R=$1; mkdir -p "$R" build
 [ $# -ge 2 ] && tar -xJf "$2" -C build
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$R/gpu.txt" 2>&1
-G=(build/gdnbench run --no-ceilings --no-progress --dtypes bf16 --H 32 --K 128 --V 128 --out "$R/ours.csv")
+G=(build/gdnbench run --no-ceilings --no-progress --dtypes bf16 --H 32 --K 128 --V 128)  # each step its own --out
 t0=$(date +%s)
-"${G[@]}" --variants wy_ut --B 1 --T 1024,2048,4096,8192,16384,32768,65536 > "$R/wy_ut.log" 2>&1
-"${G[@]}" --variants fused_decode --frontend on --B 1,64,256 --T 1 --h0 on --max-seconds 0.5 > "$R/decode.log" 2>&1
-"${G[@]}" --variants recurrent --B 1,64,256 --T 1 --h0 on --max-seconds 0.5 >> "$R/decode.log" 2>&1
-"${G[@]}" --variants attn_flash --B 1 --T 8192 > "$R/attention.log" 2>&1
-"${G[@]}" --variants attn_decode --B 64 --T 1 --context 8192 >> "$R/attention.log" 2>&1
+"${G[@]}" --out "$R/wy_ut.csv" --variants wy_ut --B 1 --T 1024,2048,4096,8192,16384,32768,65536 > "$R/wy_ut.log" 2>&1
+"${G[@]}" --out "$R/fused_decode.csv" --variants fused_decode --frontend on --B 1,64,256 --T 1 --h0 on --max-seconds 0.5 > "$R/decode.log" 2>&1
+"${G[@]}" --out "$R/recurrent.csv" --variants recurrent --B 1,64,256 --T 1 --h0 on --max-seconds 0.5 >> "$R/decode.log" 2>&1
+"${G[@]}" --out "$R/attn_flash.csv" --variants attn_flash --B 1 --T 8192 > "$R/attention.log" 2>&1
+"${G[@]}" --out "$R/attn_decode.csv" --variants attn_decode --B 64 --T 1 --context 8192 >> "$R/attention.log" 2>&1
 echo "gdnbench $(( $(date +%s) - t0 )) s"
 grep -h "PASS\|FAIL" "$R"/wy_ut.log "$R"/decode.log "$R"/attention.log
 site=${EXT_SITE:-/tmp/site}; mkdir -p "$site" && tar -xJf .peers/site.tar.xz -C "$site"
