@@ -13,6 +13,7 @@
 #include "harness/io/cli.h"
 #include "harness/io/csv.h"
 #include "harness/gpu_runtime.h"
+#include "tests/common/cli_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace {
@@ -21,13 +22,9 @@ using testutil::Csv;
 using testutil::read_csv;
 using testutil::SuiteFile;
 
-Invocation parse(std::vector<std::string> args) { return parse_invocation(args, false); }
+using clitest::parse;
 
-std::vector<std::string> with_suite(const SuiteFile& s, std::vector<std::string> args) {
-  args.insert(args.begin() + 1, {"--suite", s.path});
-  return args;
-}
-
+using clitest::with_suite;
 
 }  // namespace
 

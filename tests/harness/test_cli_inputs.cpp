@@ -17,13 +17,14 @@
 #include "harness/inputs.h"
 #include "harness/io/npy.h"
 #include "harness/runner.h"
+#include "tests/common/cli_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace {
 
 using testutil::SuiteFile;
 
-Invocation parse(std::vector<std::string> args) { return parse_invocation(args, false); }
+using clitest::parse;
 
 // The UsageError's message of parse(args), or "" when it parses.
 std::string usage_error(const std::vector<std::string>& args) {
