@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "harness/analysis/claims.h"
+#include "harness/analysis/compare.h"
 #include "harness/io/cli.h"
 #include "harness/io/csv.h"
 #include "harness/external.h"
@@ -136,6 +137,7 @@ int run_main(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "report") return run_report({args.begin() + 1, args.end()});
   // `claims` reads CSVs; `dump` and `check` exchange .npy files with external kernels (CPU only).
   if (!args.empty() && args[0] == "claims") return run_claims({args.begin() + 1, args.end()});
+  if (!args.empty() && args[0] == "compare") return run_compare({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "dump") return run_dump({args.begin() + 1, args.end()});
   if (!args.empty() && args[0] == "check") {
     RunMeta meta;

@@ -10,6 +10,8 @@ scripts/build.sh
 build/gdnbench_tests
 build/gdnbench_mutation_tests
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
+# The compare gate on a real CSV: the gate against itself matches every case and finds no regression.
+build/gdnbench compare build/gate.csv build/gate.csv --out build/gate_compare.md
 # The external runner's non-GPU path (dump, check, crash isolation) with numpy stand-ins.
 /usr/bin/python3 scripts/ext_runner.py --gdnbench build/gdnbench --self-test
 # Every analysis suite on the CPU backend at a reduced range, then the report, plots and claims.

@@ -431,6 +431,8 @@ std::string usage_text() {
          "  claims    gdnbench claims A.csv [B.csv ...] [--claims FILE]: judge the claims of\n"
          "            claims/gdn_claims.ini (REPRODUCED / NOT REPRODUCED / NOT MEASURABLE HERE);\n"
          "            exit 0 whatever the verdicts, 2 on a usage error\n"
+         "  compare   gdnbench compare BASE.csv NEW.csv [--threshold 5%]: match two runs' rows by case;\n"
+         "            exit 1 on a regression (SLOWER past threshold and noise, NEW FAIL, LOST)\n"
          "  dump      gdnbench dump [problem options] --out DIR: one problem's inputs as .npy + manifest\n"
          "  check     gdnbench check DIR --o o.npy [--ht hT.npy]: judge an external kernel's output\n"
          "            (exit 0 PASS, 1 FAIL); see gdnbench dump --help, gdnbench check --help\n\n"
@@ -446,7 +448,7 @@ std::string usage_text() {
 
 namespace {
 
-constexpr const char* kCommands = "list, run, verify, ceilings, report, claims, dump or check";
+constexpr const char* kCommands = "list, run, verify, ceilings, report, claims, compare, dump or check";
 
 const char* kExitCodes =
     "exit codes: 0 all checks passed, 1 a check failed, 2 usage error, 3 runtime error,\n"

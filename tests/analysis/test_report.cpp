@@ -244,6 +244,15 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     CHECK(contains(build_report({w, w2}, "r"), "8 matched: 1 SLOWER, 0 FASTER, 7 the same;"));
     CHECK(contains(build_report({a, c}, "r"), "8 matched: 1 SLOWER, 0 FASTER, 7 the same;"));
   }
+  SECTION("a CSV of another suite is no baseline: the regression check leaves it out") {
+    CsvTable other = b;
+    const int suite = other.column("suite");
+    REQUIRE(suite >= 0);
+    for (auto& row : other.rows) row[size_t(suite)] = "suites/scaling.ini";
+    const std::string md = build_report({a, other}, "r");
+    CHECK(contains(md, "Not compared: another suite or device"));
+    CHECK_FALSE(contains(md, "SLOWER, 0 FASTER"));
+  }
   SECTION("run_report writes --out and embeds --plots relative to it") {
     testutil::write_text(dir.file("plots_src.png"), "");
     std::filesystem::create_directories(dir.file("out/plots"));
