@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   // GPU: the production head size over T; CPU: a small shape so the front end runs anywhere.
   const std::vector<int64_t> Ts = gpu ? std::vector<int64_t>{1024, 4096, 16384} : std::vector<int64_t>{256, 1024};
   const GdnShape base = gpu ? GdnShape{1, 0, 32, 32, 128, 128} : GdnShape{1, 0, 2, 2, 64, 64};
+  std::vector<std::string> registered;  // variants with at least one benchmark here
   for (const VariantInfo& v : variant_registry()) {
     if ((v.backend == Backend::cuda) != gpu) continue;
     for (DType dt : {DType::bf16, DType::f32})
@@ -67,11 +68,21 @@ int main(int argc, char** argv) {
                                      bench_case, &v, p)
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
+        if (registered.empty() || registered.back() != v.name) registered.push_back(v.name);
       }
   }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
-  benchmark::RunSpecifiedBenchmarks();
+  const size_t ran = benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  // Nothing ran (a filter that matches no benchmark of this machine): say so and fail, as verify's
+  // exit 4 does, rather than exit 0 on an empty run.
+  if (ran == 0) {
+    std::string names;
+    for (const std::string& n : registered) names += (names.empty() ? "" : ", ") + n;
+    fmt::print(stderr, "gdnbench_bench: no benchmark ran; this machine ({}) has benchmarks of {}\n",
+               gpu ? gpu_info.name : std::string("no GPU"), names.empty() ? std::string("no variant") : names);
+    return 4;
+  }
   return 0;
 }

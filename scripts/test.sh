@@ -12,6 +12,11 @@ build/gdnbench_mutation_tests
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
 # The compare gate on a real CSV: the gate against itself matches every case and finds no regression.
 build/gdnbench compare build/gate.csv build/gate.csv --out build/gate_compare.md
+# The Google Benchmark front end: a filter that matches nothing here is exit 4, not an empty success.
+if [ -x build/gdnbench_bench ]; then
+  rc=0; build/gdnbench_bench --benchmark_filter=no_such_variant >/dev/null 2>&1 || rc=$?
+  [ "$rc" = 4 ] || { echo "test.sh: gdnbench_bench with nothing to run exited $rc, not 4" >&2; exit 1; }
+fi
 # The external runner's non-GPU path (dump, check, crash isolation) with numpy stand-ins.
 /usr/bin/python3 scripts/ext_runner.py --gdnbench build/gdnbench --self-test
 # Every analysis suite on the CPU backend at a reduced range, then the report, plots and claims.
