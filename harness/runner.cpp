@@ -15,6 +15,7 @@
 
 #include "harness/cost.h"
 #include "harness/frontend_inputs.h"
+#include "harness/progress.h"
 #include "harness/skip.h"
 
 namespace {
@@ -303,8 +304,7 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                          const std::function<void(const ResultRow&)>& on_row) {
   RunSummary summary;
-  const bool show_progress = opt.progress && isatty(fileno(stderr));
-  const auto start = std::chrono::steady_clock::now();
+  Progress progress(cases, opt.progress, isatty(fileno(stderr)));
   std::string cached_key;
   HostInputs inputs;
   RefInputsF64 ref_in;
@@ -318,13 +318,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       break;
     }
     const Case& c = cases[i];
-    if (show_progress) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double eta = i > 0 ? elapsed / double(i) * double(cases.size() - i) : 0.0;
-      fmt::print(stderr, "\r[{}/{}] {} {} T={} elapsed {:.0f}s, about {:.0f}s left   ", i + 1,
-                 cases.size(), c.variant->name, dtype_name(c.problem.dtype), c.problem.shape.T,
-                 elapsed, eta);
-    }
+    progress.before(i);
     const bool runnable = !skip_reason(*c.variant, c.problem, opt.gpu);
     // A signal during the case abandons it: the references throw ReferenceCancelled, the sampling
     // loops Interrupted (which run_case reports as an error row), and the row is not written.
@@ -375,6 +369,6 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   }
   if (interrupt_requested()) summary.interrupted = true;
   restore_default_interrupt_actions();
-  if (show_progress) fmt::print(stderr, "\n");
+  progress.finish();
   return summary;
 }
