@@ -16,7 +16,9 @@
 #include "harness/io/cli.h"
 #include "harness/io/csv.h"
 #include "harness/external.h"
+#include "harness/environment.h"
 #include "harness/gpu_runtime.h"
+#include "harness/io/json.h"
 #include "harness/io/junit.h"
 #include "harness/io/output_file.h"
 #include "harness/analysis/report.h"
@@ -201,6 +203,21 @@ int run_main(const std::vector<std::string>& args) {
       throw UsageError(fmt::format("--junit: {}", e.what()));
     }
   }
+  // --json likewise; its context is collected now, the load average again at the end.
+  std::optional<OutputFile> json;
+  Environment environment;
+  if (!inv.json_path.empty()) {
+    try {
+      json.emplace(inv.json_path, true);
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--json: {}", e.what()));
+    }
+    environment = collect_environment(gpu, opt.cpu_name);
+    std::string line = "gdnbench";
+    for (const std::string& a : args) line += " " + a;
+    environment.emplace_back("command_line", line);
+    environment.emplace_back("load_average_start", load_average());
+  }
   std::unique_ptr<CsvWriter> csv = open_csv(std::move(out_file), meta, resumed.contents);
   const bool any_gpu_case = std::any_of(inv.cases.begin(), inv.cases.end(), [](const Case& c) {
     return c.variant->backend == Backend::cuda;
@@ -225,6 +242,14 @@ int run_main(const std::vector<std::string>& args) {
       write_junit(*junit, inv.suite_path, summary.rows);
     } catch (const std::exception& e) {
       throw UsageError(fmt::format("--junit: {}", e.what()));
+    }
+  }
+  if (json) {
+    environment.emplace_back("load_average_end", load_average());
+    try {
+      json->replace(results_json(meta, environment, summary.rows));
+    } catch (const std::exception& e) {
+      throw UsageError(fmt::format("--json: cannot write '{}' ({})", inv.json_path, e.what()));
     }
   }
   if (summary.interrupted) {

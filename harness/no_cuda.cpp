@@ -1,6 +1,7 @@
 // Built only when nvcc is not found: the harness runs on the CPU backend alone.
 #include <stdexcept>
 
+#include "harness/environment.h"
 #include "harness/gpu_runtime.h"
 #include "harness/plans.h"
 
@@ -26,3 +27,5 @@ Ceilings measure_ceilings(const TimingConfig&, int64_t, int64_t) {
 
 // The CPU variants' plans read nothing of a device; no CUDA variant is registered here.
 PlanDevice plan_device_for(const std::string&, const Problem&) { return PlanDevice{}; }
+
+CudaVersions cuda_versions() { return CudaVersions{}; }

@@ -66,6 +66,7 @@ po::options_description option_description() {
       ("resume", "keep the rows of an existing --out CSV and run only the cases it lacks "
                  "(without --seed, the seed of that CSV)")
       ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this path")
+      ("json", po::value<std::string>(), "also write the rows and their environment (build, CUDA, GPU, CPU, load) as JSON to this path")
       ("threads", s("0"), "CPU backend threads; 0: all cores")
       ("warmup", s("2"), "timing: warm-up runs")
       ("min-samples", s("10"), "timing: minimum samples")
@@ -595,6 +596,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
                                    : parse_seed(seed_text);
   inv.out_path = opt(base, "out");
   if (base.count("junit")) inv.junit_path = base["junit"].as<std::string>();
+  if (base.count("json")) inv.json_path = base["json"].as<std::string>();
   const int64_t threads = parse_int("threads", opt(base, "threads"));
   if (threads < 0 || threads > kMaxValue) throw UsageError("--threads: must be 0 (all cores) or a positive int");
   inv.cpu_threads = threads > 0 ? int(threads) : int(std::max(1u, std::thread::hardware_concurrency()));

@@ -25,6 +25,7 @@ struct Invocation {
   std::string suite_path;
   std::string out_path;
   std::string junit_path;  // empty: no JUnit XML
+  std::string json_path;   // empty: no JSON
   uint64_t seed = 0;
   bool seed_given = false;  // --seed (not "random"): --resume keeps it instead of the CSV's seed
   bool resume = false;      // --resume: keep the rows of --out, run only the cases it lacks
