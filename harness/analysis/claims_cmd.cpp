@@ -109,11 +109,8 @@ int run_claims(const std::vector<std::string>& args) {
       fmt::print("{}", claims_usage_text());
       return 0;
     }
-    if (a == "--claims") {
-      if (i + 1 >= args.size()) throw UsageError("claims: --claims needs a value");
-      claims_name = args[++i];
-    } else if (a.rfind("--claims=", 0) == 0) {
-      claims_name = a.substr(9);
+    if (take_flag_value(args, i, "--claims", claims_name, "claims")) {
+      continue;
     } else if (a.size() > 1 && a[0] == '-') {
       throw UsageError("claims: unknown flag '" + a + "'; see gdnbench claims --help");
     } else {

@@ -284,16 +284,7 @@ int run_compare(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const auto value = [&](const std::string& flag, std::string& dst) {
-      if (a == flag) {
-        if (i + 1 >= args.size()) throw UsageError("compare: " + flag + " needs a value");
-        dst = args[++i];
-        return true;
-      }
-      if (a.rfind(flag + "=", 0) == 0) {
-        dst = a.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
+      return take_flag_value(args, i, flag, dst, "compare");
     };
     std::string threshold;
     if (a == "--help" || a == "-h") {

@@ -1,5 +1,6 @@
-// What every reader of user input shares: the error of a user's mistake and the list splitter
-// (the command line, suite files, CSVs, claims files, reports).
+// What every reader of user input shares: the error of a user's mistake, the list splitter (the
+// command line, suite files, CSVs, claims files, reports) and the flag reader of the commands
+// that take their arguments by hand (report, claims, compare).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -12,3 +13,8 @@ struct UsageError : std::runtime_error {
 
 // "a, b,,c " -> {"a", "b", "c"}: comma-separated, blanks and empty items dropped.
 std::vector<std::string> split_list(const std::string& s);
+
+// args[i] is `flag VALUE` (then i moves onto VALUE) or `flag=VALUE`: VALUE into dst, true.
+// Anything else: false. A flag without its value is a UsageError naming `command`.
+bool take_flag_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& dst,
+                     const std::string& command);

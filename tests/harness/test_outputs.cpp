@@ -310,10 +310,13 @@ TEST_CASE("SIGINT inside a long case stops it at once: exit 130, the CSV of the 
 TEST_CASE("a second signal ends an interrupted run at once", "[cli][interrupt]") {
   testutil::TempDir tmp;
   const std::string csv = tmp.file("partial.csv");
-  // SIGINT is taken first (the lower number) and restores the default actions; the SIGTERM right
-  // behind it then ends the process: the shell reports 128 + 15.
+  // Both signals are made pending while the process is stopped, so neither can be handled alone
+  // (on a loaded machine the run could otherwise finish its interruption between two kills). On
+  // SIGCONT, SIGINT is taken first (the lower number) and restores the default actions; the
+  // SIGTERM behind it then ends the process: the shell reports 128 + 15.
   const int rc = shell("'" + std::string(GDNBENCH_BINARY) + "' " + long_run_args(csv) + " >/dev/null 2>&1 & pid=$!; " +
-                       testutil::wait_for_csv_rows_shell(csv) + "sleep 1; kill -INT $pid; kill -TERM $pid; " +
+                       testutil::wait_for_csv_rows_shell(csv) +
+                       "sleep 1; kill -STOP $pid; kill -INT $pid; kill -TERM $pid; kill -CONT $pid; " +
                        wait_or_kill_shell(10));
   CHECK(rc == 128 + SIGTERM);
   const auto rows = testutil::parse_csv(testutil::read_text(csv));
