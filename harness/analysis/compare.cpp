@@ -52,12 +52,6 @@ Cases cases_of(const CsvTable& t) {
   return c;
 }
 
-std::set<std::string> values_of(const CsvTable& t, const char* column) {
-  std::set<std::string> out;
-  for (size_t i = 0; i < t.rows.size(); ++i) out.insert(t.cell(i, column));
-  return out;
-}
-
 std::string joined(const std::set<std::string>& s) {
   std::string out;
   for (const std::string& v : s) out += (out.empty() ? "" : ", ") + (v.empty() ? std::string("(none)") : v);
@@ -184,7 +178,7 @@ bool is_regression(CompareVerdict v) {
 CompareResult compare_tables(const CsvTable& base, const CsvTable& fresh, const CompareOptions& opt) {
   if (!opt.allow_mismatch)
     for (const char* column : {"suite", "device"}) {
-      const auto a = values_of(base, column), b = values_of(fresh, column);
+      const auto a = base.distinct(column), b = fresh.distinct(column);
       if (a != b)
         throw UsageError(
             fmt::format("compare: {} is {} '{}', {} is '{}'; give --allow-mismatch to compare them anyway", base.path,

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -334,16 +333,11 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
         "when median_a - median_b > threshold, otherwise the same. Rows timed another way (the CSV's "
         "timer or l2_flush differ) are NOT COMPARABLE: the L2 flush alone moves a short kernel by 3-5 us.\n\n";
   const Series a = timed_series(per_file[0], nullptr);
-  const auto values = [](const CsvTable& t, const char* column) {
-    std::set<std::string> out;
-    for (size_t i = 0; i < t.rows.size(); ++i) out.insert(t.cell(i, column));
-    return out;
-  };
   for (size_t j = 1; j < tables.size(); ++j) {
     md += fmt::format("### `{}` (a) against `{}` (b)\n\n", tables[0].path, tables[j].path);
     // Runs of other suites or devices are other experiments, not a baseline and its rerun.
-    if (values(tables[0], "suite") != values(tables[j], "suite") ||
-        values(tables[0], "device") != values(tables[j], "device")) {
+    if (tables[0].distinct("suite") != tables[j].distinct("suite") ||
+        tables[0].distinct("device") != tables[j].distinct("device")) {
       md += "Not compared: another suite or device (`gdnbench compare --allow-mismatch` compares them).\n\n";
       continue;
     }

@@ -117,3 +117,9 @@ CsvTable parse_gdnbench_csv(const std::string& text, const std::string& path,
   }
   return t;
 }
+
+std::set<std::string> CsvTable::distinct(const std::string& name) const {
+  std::set<std::string> out;
+  for (size_t i = 0; i < rows.size(); ++i) out.insert(cell(i, name));
+  return out;
+}

@@ -1,6 +1,7 @@
 // Reading gdnbench CSVs back (schema v1 and v2, reports/SCHEMA.md): an RFC 4180 parser and a table whose
 // columns are looked up by header name, as the schema asks.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,8 @@ struct CsvTable {
   const std::string& cell(size_t i, const std::string& name) const;
   // The cell as a number; NaN when empty (the schema's "not applicable") or not a number.
   double number(size_t i, const std::string& name) const;
+  // The distinct cells of column `name` ("" among them where rows leave it empty).
+  std::set<std::string> distinct(const std::string& name) const;
 };
 
 // Whether a row of this schema_version can be read (kCsvOldestReadableSchema .. kCsvSchemaVersion).

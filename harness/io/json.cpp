@@ -38,6 +38,13 @@ std::string json_value(const std::string& cell) {
   return json_string(cell);
 }
 
+namespace {
+// A seed is a uint64 (past a double's 53 bits) and a git sha may be all digits: always text.
+std::string field_value(const std::string& name, const std::string& cell) {
+  return name == "seed" || name == "git_sha" ? json_string(cell) : json_value(cell);
+}
+}  // namespace
+
 std::string results_json(const RunMeta& meta, const Environment& context, const std::vector<ResultRow>& rows) {
   std::string out = fmt::format("{{\n  \"format\": {},\n  \"schema_version\": {},\n  \"context\": {{\n",
                                 json_string(kJsonFormat), kCsvSchemaVersion);
@@ -47,8 +54,7 @@ std::string results_json(const RunMeta& meta, const Environment& context, const 
   all.insert(all.end(), context.begin(), context.end());
   for (size_t i = 0; i < all.size(); ++i)
     out += fmt::format("    {}: {}{}\n", json_string(all[i].first),
-                       all[i].first == "seed" || all[i].first == "git_sha" ? json_string(all[i].second)
-                                                                             : json_value(all[i].second),
+                       field_value(all[i].first, all[i].second),
                        i + 1 < all.size() ? "," : "");
   out += "  },\n  \"rows\": [";
   const std::vector<std::string> columns = csv_columns();
@@ -57,7 +63,7 @@ std::string results_json(const RunMeta& meta, const Environment& context, const 
     out += r ? ",\n    {" : "\n    {";
     for (size_t c = 0; c < columns.size() && c < fields.size(); ++c)
       out += fmt::format("{}{}: {}", c ? ", " : "", json_string(columns[c]),
-                         columns[c] == "seed" || columns[c] == "git_sha" ? json_string(fields[c]) : json_value(fields[c]));
+                         field_value(columns[c], fields[c]));
     out += "}";
   }
   out += rows.empty() ? "]\n}\n" : "\n  ]\n}\n";
