@@ -48,6 +48,7 @@ class CudaFrontEndRun : public CudaRunBase {
  protected:
   CudaFrontEndRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan) : dtype_(p.dtype) {
     params_.scan_groups = plan.scan_groups;
+    params_.wy_ut_output = plan.wy_ut_output;
     params_.fused_conv_output = plan.fused_conv_output;
     params_.decode_state = plan.decode.state;
     params_.decode_fe = plan.decode.fe;

@@ -46,6 +46,7 @@ class CudaGdnRun : public CudaRunBase {
     params_.chunk = p.chunk;
     params_.recurrent_form = plan.recurrent_form;
     params_.scan_groups = plan.scan_groups;
+    params_.wy_ut_output = plan.wy_ut_output;
     if (workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
   }
   void poison_outputs() override {

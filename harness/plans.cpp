@@ -38,9 +38,13 @@ const std::vector<VariantPlans> kPlans = {
     {"chunked", chunked_plan_stages,
      [](const Problem& p, const PlanDevice&, PlanLaunch&) { return chunked_plan(p.shape, p.chunk, p.plan); }},
     {"wy_ut", wy_ut_plan_stages,
-     [](const Problem& p, const PlanDevice& dev, PlanLaunch& l) { return wy_ut_plan(p.shape, p.plan, dev, l.scan_groups); }},
+     [](const Problem& p, const PlanDevice& dev, PlanLaunch& l) {
+       return wy_ut_plan(p.shape, p.plan, dev, l.scan_groups, l.wy_ut_output);
+     }},
     {"unfused_conv", wy_ut_plan_stages,
-     [](const Problem& p, const PlanDevice& dev, PlanLaunch& l) { return wy_ut_plan(p.shape, p.plan, dev, l.scan_groups); }},
+     [](const Problem& p, const PlanDevice& dev, PlanLaunch& l) {
+       return wy_ut_plan(p.shape, p.plan, dev, l.scan_groups, l.wy_ut_output);
+     }},
     {"fused_conv", fused_conv_plan_stages,
      [](const Problem& p, const PlanDevice& dev, PlanLaunch& l) {
        return fused_conv_plan(p.shape, p.plan, dev, l.scan_groups, l.fused_conv_output);

@@ -13,6 +13,7 @@
 struct PlanLaunch {
   RecurrentForm recurrent_form = RecurrentForm::automatic;
   int64_t scan_groups = 0;  // wy_ut's scan (wy_ut, unfused_conv, fused_conv)
+  WyUtOutput wy_ut_output = WyUtOutput::automatic;  // wy_ut, unfused_conv
   FusedConvOutput fused_conv_output = FusedConvOutput::automatic;
   DecodePlan decode;
 };

@@ -20,7 +20,9 @@ struct GdnParams {
   bool use_delta = true;        // false: gated linear attention
   int chunk = 64;               // chunk size C for chunked variants
   // The plan (kernels/plans/launch_plans.h), automatic unless forced: recurrent's T form; wy_ut's scan
-  // groups (0: the plan's, 1 the plain scan, G >= 2 the two-level scan over G groups of chunks).
+  // groups (0: the plan's, 1 the plain scan, G >= 2 the two-level scan over G groups of chunks)
+  // and where its output runs (its own kernel, or beside the plain scan).
   RecurrentForm recurrent_form = RecurrentForm::automatic;
   int64_t scan_groups = 0;
+  WyUtOutput wy_ut_output = WyUtOutput::automatic;
 };

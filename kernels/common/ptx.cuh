@@ -1,5 +1,5 @@
 // The PTX wrappers that are neither tensor-core operations, cp.async (tensor_core.cuh) nor bulk
-// copies and mbarriers (bulk_copy.cuh): Programmatic Dependent Launch (griddepcontrol, sm_90),
+// copies and mbarriers (bulk_copy.cuh): Programmatic Dependent Launch (griddepcontrol, sm_90), named barriers,
 // loads with cache or ordering qualifiers that no C++ spelling gives, and the approximate exp2.
 #pragma once
 #include <cuda_runtime.h>
@@ -14,6 +14,17 @@ __device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontr
 // Until the grid this one depends on has completed and its writes are visible; returns at once in
 // a grid launched without the attribute.
 __device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+// Named barriers (bar.sync / bar.arrive, ids 1-15; 0 is __syncthreads'): `count` threads, a
+// multiple of 32, take part in each phase. sync waits for the phase to complete (acquire and
+// release); arrive counts this thread in without waiting (release): the producer's half of a
+// producer-consumer hand-off between warps of one block.
+__device__ __forceinline__ void named_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 // Four floats from shared memory (16-byte aligned) by a load the compiler neither merges with an
 // earlier load of the same address nor removes.

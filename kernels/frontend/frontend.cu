@@ -205,6 +205,7 @@ int launch_gdn_frontend_unfused(const GdnFrontEndParams& p, void* workspace, cud
   char* ws = static_cast<char*>(workspace);
   GdnParams gp = gdn_wy_ut_shape_params(p.shape, p.dtype);
   gp.scan_groups = p.scan_groups;
+  gp.wy_ut_output = p.wy_ut_output;
   gp.q = ws + parts.q;
   gp.k = ws + parts.k;
   gp.v = ws + parts.v;

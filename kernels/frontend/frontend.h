@@ -54,8 +54,10 @@ struct GdnFrontEndParams {
   int64_t pool_slots = 0;
   // The plan (kernels/plans/launch_plans.h): automatic, the launcher's choice; else forced (a launch
   // the forced kernel cannot run returns cudaErrorInvalidValue). fused_conv and unfused_conv:
-  // the scan's groups (0: the plan's) and fused_conv's output form; fused_decode: its kernels.
+  // the scan's groups (0: the plan's); unfused_conv: where wy_ut's output runs; fused_conv: its
+  // output form; fused_decode: its kernels.
   int64_t scan_groups = 0;
+  WyUtOutput wy_ut_output = WyUtOutput::automatic;
   FusedConvOutput fused_conv_output = FusedConvOutput::automatic;
   DecodeStateKernel decode_state = DecodeStateKernel::automatic;
   DecodeFeKernel decode_fe = DecodeFeKernel::automatic;

@@ -173,19 +173,35 @@ int64_t resident_for_k(const PlanDevice& dev, int64_t K) {
 }
 const char* scan_form_name(int64_t G) { return G <= 1 ? "plain" : G == 2 ? "two_level_pair" : "two_level"; }
 
-std::vector<PlanOption> scan_options(std::initializer_list<int> Ks) {
+// The scan stage's options: the three forms at each K, and where `with_output` the plain scan
+// with the output beside it (K <= 128).
+std::vector<PlanOption> scan_options(std::initializer_list<int> Ks, bool with_output) {
   std::vector<PlanOption> out;
   for (const char* form : {"plain", "two_level_pair", "two_level"})
     for (int k : Ks) out.push_back({form + k_suffix(k), k16BitDtypes});
+  if (with_output)
+    for (int k : Ks)
+      if (k <= 128) out.push_back({"plain_with_output" + k_suffix(k), k16BitDtypes});
   return out;
 }
 
 // The scan stage of wy_ut, unfused_conv and fused_conv: the request's form, else the model's.
-PlanChoice scan_choice(const GdnShape& s, const std::string& token, const PlanDevice& dev, int64_t& groups) {
+// `output`: where wy_ut's output runs (nullptr: fused_conv, whose output is always separate).
+PlanChoice scan_choice(const GdnShape& s, const std::string& token, const PlanDevice& dev, int64_t& groups,
+                       WyUtOutput* output) {
   const int64_t N = wy_ut_chunks(s);
   const int64_t model = wy_ut_scan_groups(s, 0, resident_for_k(dev, s.K));
   int64_t G = model;
-  if (!token.empty()) {
+  WyUtOutput forced = WyUtOutput::automatic;
+  if (!token.empty()) forced = WyUtOutput::separate;
+  if (output && token.rfind("plain_with_output", 0) == 0) {
+    if (s.K > 128) return refuse("--plan " + token + ": the output beside the scan takes K <= 128");
+    if (!plan_token_matches(token, "plain_with_output" + k_suffix(s.K)))
+      return refuse("--plan " + token + ": K = " + std::to_string(s.K) + " takes the k" + std::to_string(s.K) +
+                    " instances");
+    G = 1;
+    forced = WyUtOutput::in_scan;
+  } else if (!token.empty()) {
     if (plan_token_matches(token, "plain" + k_suffix(s.K))) G = 1;
     else if (plan_token_matches(token, "two_level_pair" + k_suffix(s.K))) G = 2;
     else if (plan_token_matches(token, "two_level" + k_suffix(s.K))) G = model >= 3 ? model : std::min<int64_t>(4, N);
@@ -197,12 +213,21 @@ PlanChoice scan_choice(const GdnShape& s, const std::string& token, const PlanDe
                     (pair ? "2" : "3") + " groups of chunks)");
   }
   groups = G;
+  const bool in_scan = output && wy_ut_output(s, G, forced) == WyUtOutput::in_scan;
+  if (output) *output = in_scan ? WyUtOutput::in_scan : WyUtOutput::separate;
   PlanChoice c;
-  c.options = {scan_form_name(G) + k_suffix(s.K)};
+  c.options = {(in_scan ? std::string("plain_with_output") : std::string(scan_form_name(G))) + k_suffix(s.K)};
   if (G > 1) c.detail = "G=" + std::to_string(G);
   return c;
 }
 }  // namespace
+
+bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups) { return s.K <= 128 && groups == 1; }
+
+WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced) {
+  if (forced != WyUtOutput::automatic) return forced;
+  return wy_ut_output_in_scan_fits(s, groups) ? WyUtOutput::in_scan : WyUtOutput::separate;
+}
 
 int64_t wy_ut_chunks(const GdnShape& s) { return (s.T + kWyUtChunkSize - 1) / kWyUtChunkSize; }
 
@@ -240,19 +265,20 @@ int64_t wy_ut_largest_scan_groups(const GdnShape& s) {
   return wy_ut_scan_groups(s, std::max<int64_t>(4, std::min<int64_t>(32, N / 8)), 0);
 }
 
-std::vector<PlanStage> wy_ut_plan_stages() { return {PlanStage{"scan", scan_options({64, 128, 256})}}; }
+std::vector<PlanStage> wy_ut_plan_stages() { return {PlanStage{"scan", scan_options({64, 128, 256}, true)}}; }
 
-PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups) {
+PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups,
+                      WyUtOutput& output) {
   const std::vector<PlanStage> stages = wy_ut_plan_stages();
   PlanChoice c;
   if (!request_known(request, stages, c)) return c;
-  return scan_choice(s, requested_option(split_plan_request(request), stages[0]), dev, groups);
+  return scan_choice(s, requested_option(split_plan_request(request), stages[0]), dev, groups, &output);
 }
 
 std::vector<PlanStage> fused_conv_plan_stages() {
   return {PlanStage{"output", {{"pipelined_k64", k16BitDtypes}, {"pipelined_k128", k16BitDtypes},
                                {"per_chunk", k16BitDtypes}}},
-          PlanStage{"scan", scan_options({64, 128})}};
+          PlanStage{"scan", scan_options({64, 128}, false)}};
 }
 
 FusedConvOutput fused_conv_output(const GdnShape& s, FusedConvOutput forced) {
@@ -275,7 +301,7 @@ PlanChoice fused_conv_plan(const GdnShape& s, const std::string& request, const 
   const std::string out_name = output == FusedConvOutput::per_chunk ? "per_chunk" : "pipelined" + k_suffix(s.K);
   if (forced_elsewhere(out_token, out_name))
     return refuse("--plan " + out_token + ": K = " + std::to_string(s.K) + " takes " + out_name);
-  PlanChoice scan = scan_choice(s, requested_option(tokens, stages[1]), dev, groups);
+  PlanChoice scan = scan_choice(s, requested_option(tokens, stages[1]), dev, groups, nullptr);
   if (!scan.unsupported.empty()) return scan;
   scan.options.insert(scan.options.begin(), out_name);
   return scan;

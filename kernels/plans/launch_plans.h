@@ -82,9 +82,17 @@ int64_t wy_ut_chunks(const GdnShape& s);  // ceil(T / 64)
 // The most groups any scan plan can take at this shape on any device: the memory checks size the
 // workspace with it, so a forced plan that would not fit is SKIPPED before anything is allocated.
 int64_t wy_ut_largest_scan_groups(const GdnShape& s);
+// Where wy_ut's output runs: its own kernel after the scan (separate), or beside the plain scan
+// in one warp-specialised kernel (in_scan: K <= 128 and G = 1; the scan stage's
+// plain_with_output option). Automatic: in_scan wherever it can run.
+enum class WyUtOutput : int8_t { automatic, separate, in_scan };
+bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups);  // K <= 128 and G = 1
+WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced);
 std::vector<PlanStage> wy_ut_plan_stages();
-// The plan and, in `groups`, the scan's G for the launch (GdnParams::scan_groups).
-PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups);
+// The plan and, in `groups` and `output`, the scan's G and the output's place for the launch
+// (GdnParams::scan_groups, GdnParams::wy_ut_output).
+PlanChoice wy_ut_plan(const GdnShape& s, const std::string& request, const PlanDevice& dev, int64_t& groups,
+                      WyUtOutput& output);
 // unfused_conv: the front end (one kernel) then wy_ut: wy_ut's stages.
 // fused_conv: the output stage (pipelined at K, V <= 128 in the K's instance; per_chunk otherwise)
 // and the scan (K in {64, 128}).

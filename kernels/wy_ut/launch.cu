@@ -4,8 +4,10 @@
 //   Tm = (I + A)^-1;  W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V
 //   per chunk, in sequence:  U = U0 - W S0;  S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U
 //   O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal_incl_diag) U)
-// Three stages, three launches: prepare.cuh (gamma, W, U0), scan.cuh (the states, plain or
-// two-level), output.cuh (o); this file holds their launchers and fused_conv's (the front end of
+// Three stages: prepare.cuh (gamma, W, U0), scan.cuh (the states, plain or two-level),
+// output.cuh (o); or, where the plan puts the output beside the plain scan (K <= 128),
+// prepare.cuh then scan_output.cuh (the scan and the output in one warp-specialised kernel,
+// the states never in memory); this file holds their launchers and fused_conv's (the front end of
 // frontend_prologue.cuh in prepare's and output's prologues, the scan unchanged; k reaches global
 // memory once, in the workspace like W and U; q, v, g, beta never).
 // Differs from chunked (SIMT float32): the products run on tensor cores. Differs from FLA's chunk
@@ -34,6 +36,7 @@
 #include "kernels/wy_ut/output.cuh"
 #include "kernels/wy_ut/prepare.cuh"
 #include "kernels/wy_ut/scan.cuh"
+#include "kernels/wy_ut/scan_output.cuh"
 #include "kernels/wy_ut/wy_ut.h"
 #include "kernels/wy_ut/wy_ut_common.cuh"
 
@@ -217,6 +220,23 @@ cudaError_t output_pipelined_for_k(const GdnParams& p, const GdnWyUtWorkspace& w
   else return launch(gdn_wy_ut_output_pipelined_kernel<T, kK>);
 }
 
+// The scan with the output beside it (scan_output.cuh): one launch, grid (V/32, HV, B).
+template <typename T, int kK>
+cudaError_t scan_output_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const auto kernel = gdn_wy_ut_scan_output_kernel<T, kK>;
+  const int bytes = ScanOutputLayout<kK>::kBytes;
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  const dim3 grid(unsigned(p.shape.V / kBV), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kScanOutputThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t scan_output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (!wy_ut_output_in_scan_fits(p.shape, ws.scan_groups)) return cudaErrorInvalidValue;
+  return p.shape.K == 64 ? scan_output_for_k<T, 64>(p, ws, stream) : scan_output_for_k<T, 128>(p, ws, stream);
+}
+
 template <typename T>
 cudaError_t output_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream,
                             int blocks_per_head) {
@@ -396,10 +416,17 @@ int launch_gdn_wy_ut_output_per_chunk(const GdnParams& p, const GdnWyUtWorkspace
   return checked_for_dtype(p, ws, [&](auto t) { return output_per_chunk_for_type<decltype(t)>(p, ws, stream); });
 }
 
+int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  return checked_for_dtype(p, ws, [&](auto t) { return scan_output_for_type<decltype(t)>(p, ws, stream); });
+}
+
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_wy_ut_unsupported(p) || !workspace) return int(cudaErrorInvalidValue);
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, workspace);
+  const bool in_scan = wy_ut_output(p.shape, ws.scan_groups, p.wy_ut_output) == WyUtOutput::in_scan;
+  if (in_scan && !wy_ut_output_in_scan_fits(p.shape, ws.scan_groups)) return int(cudaErrorInvalidValue);
   if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;
+  if (in_scan) return launch_gdn_wy_ut_scan_output(p, ws, stream);
   if (const int e = launch_gdn_wy_ut_states(p, ws, stream)) return e;
   return launch_gdn_wy_ut_output(p, ws, stream);
 }

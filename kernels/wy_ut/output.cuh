@@ -35,14 +35,15 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Helpers of the output stage.
 
-// P = (Q K^T) .* D .* causal (diagonal included) for the rows [16 warp, 16 warp + 16) of a chunk,
+// P = (Q K^T) .* D .* causal (diagonal included) for the rows [16 warp, 16 warp + 16) of a chunk
+// (warp: the warp's index among the warps sharing the chunk),
 // q and k tiles with rows of `ld` elements: exact operands, float32 result in the C fragments of
 // eight 16x8 column tiles. Column tiles past the warp's diagonal block are zero. Rows past the end
 // (i >= L, gamma 0) are zero, so exp is only taken of gamma_i - gamma_j with j <= i < L.
 template <typename T>
 __device__ __forceinline__ void causal_qk(float acc[8][4], const T* q_s, const T* k_s, int ld, int K,
-                                          const float* gamma_s, int L) {
-  const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
+                                          const float* gamma_s, int L, int warp) {
+  const int g = lane_id() >> 2, t = (lane_id() & 3) * 2;
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -72,8 +73,8 @@ __device__ __forceinline__ void scale_rows(float acc[kNT][4], float row_lo, floa
 // o rows [16 warp, 16 warp + 16) of a chunk (those < L), 8 kNT value columns: scale acc, rounded
 // once to the dtype. o0: the chunk's row 0 at the first column; ld: elements from one row to the next.
 template <typename T, int kNT>
-__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[kNT][4], int L) {
-  const int warp = int(threadIdx.x >> 5), g = lane_id() >> 2, t = (lane_id() & 3) * 2;
+__device__ __forceinline__ void store_o(T* o0, int64_t ld, float scale, const float acc[kNT][4], int L, int warp) {
+  const int g = lane_id() >> 2, t = (lane_id() & 3) * 2;
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int i = 16 * warp + g + 8 * hh;
@@ -122,7 +123,7 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
   // P = (Q K^T) .* D .* causal, once for every value slice.
   {
     float acc[8][4];
-    causal_qk<T>(acc, q_s, k_s, ldk, K, gamma_s, L);
+    causal_qk<T>(acc, q_s, k_s, ldk, K, gamma_s, L, warp);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -175,7 +176,7 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
         Mma<T>::run(acc[nt], ah, bh);
       }
     }
-    store_o<T, 4>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L);
+    store_o<T, 4>(static_cast<T*>(p.o) + ((b * s.T + t0) * s.HV + hv) * V + c0, s.HV * V, p.scale, acc, L, warp);
   }
 }
 
@@ -318,7 +319,7 @@ __device__ __forceinline__ void output_pipelined_body(const GdnParams& p, const 
         }
         {
           float acc[8][4];
-          causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L);
+          causal_qk<T>(acc, q_s, k_s, kLdk, kK, gamma_s, L, warp);
 #pragma unroll
           for (int ks = 0; ks < 4; ++ks) {
             if (ks > warp) break;
@@ -367,7 +368,7 @@ __device__ __forceinline__ void output_pipelined_body(const GdnParams& p, const 
         }
       }
       store_o<T, kNT>(static_cast<T*>(p.o) + ((b * s.T + n * kC) * s.HV + hv) * V + int64_t(j) * kSW, s.HV * V,
-                      p.scale, acc, L);
+                      p.scale, acc, L, warp);
     }
   }
   cp_async_wait<0>();  // nothing left in flight at exit (the groups past the last slice are empty)

@@ -99,6 +99,12 @@ int launch_gdn_wy_ut_prepare_per_chunk(const GdnParams& p, const GdnWyUtWorkspac
 // same chunks per block, so every block of a head gets the same number of chunks or one less.
 int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks);
 
-// prepare + states + output on `stream`;
+// Stages 2 and 3 in one launch (scan_output.cuh): the plain scan's chain on 4 warps and the output
+// on 4 more, the entering states and U handed over in shared memory (ws.states is not written,
+// U keeps U0). K <= 128 and ws.scan_groups = 1 (cudaErrorInvalidValue otherwise); o and hT bit for
+// bit those of launch_gdn_wy_ut_states + launch_gdn_wy_ut_output.
+int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+
+// prepare, then states + output or scan_output as the plan says (p.wy_ut_output), on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream);

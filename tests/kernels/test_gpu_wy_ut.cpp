@@ -424,6 +424,80 @@ TEST_CASE("wy_ut's pipelined prepare kernel writes version 2's gamma, W and U0 b
   CHECK(differ_Tm == 0);
 }
 
+TEST_CASE("wy_ut's scan with the output beside it writes the three kernels' o and hT bit for bit", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::bf16, DType::f16);
+  const int64_t K = GENERATE(64, 128);
+  const int64_t V = GENERATE(32, 96, 128);
+  // 1 to 16 chunks: N = 1 and 2 skip the chain's waits for chunk n - 2 (the hand-offs' edges),
+  // tails of 1, 1, 8 and 40 rows.
+  const int64_t T = GENERATE(1, 65, 128, 200, 1000);
+  const int variant = GENERATE(0, 1, 2);  // plain; no h0 and no gate; no delta term
+  Problem pr;
+  pr.shape = GdnShape{2, T, 2, 4, K, V};
+  pr.dtype = dt;
+  pr.use_h0 = variant != 1;
+  pr.use_gate = variant != 1;
+  pr.use_delta = variant != 2;
+  pr.seed = testutil::fresh_seed();
+  INFO("seed " << pr.seed << " dtype " << dtype_name(dt) << " T " << T << " K " << K << " V " << V << " case "
+               << variant);
+  const HostInputs in = make_inputs(pr);
+  DeviceGdn d(pr, in);
+  DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params, 1));
+  const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get(), 1);
+  REQUIRE(ws.scan_groups == 1);
+  const int64_t n = pr.shape.v_elems(), ns = pr.shape.state_elems();
+  auto outputs = [&](std::vector<uint16_t>& o, std::vector<uint32_t>& hT) {
+    o.resize(size_t(n));
+    hT.resize(size_t(ns));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaMemcpy(o.data(), d.o.get(), size_t(n) * 2, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(hT.data(), d.hT.get(), size_t(ns) * 4, cudaMemcpyDeviceToHost));
+    poison_device_buffer(d.o.get(), n, dt, nullptr);
+    poison_device_buffer(d.hT.get(), ns, DType::f32, nullptr);
+  };
+  std::vector<uint16_t> want_o, got_o;
+  std::vector<uint32_t> want_hT, got_hT;
+  REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws, nullptr) == 0);
+  REQUIRE(launch_gdn_wy_ut_states(d.params, ws, nullptr) == 0);
+  REQUIRE(launch_gdn_wy_ut_output(d.params, ws, nullptr) == 0);
+  outputs(want_o, want_hT);
+  // The fused kernel on a fresh prepare (it reads U0, which the separate scan overwrote with U).
+  REQUIRE(launch_gdn_wy_ut_prepare(d.params, ws, nullptr) == 0);
+  REQUIRE(launch_gdn_wy_ut_scan_output(d.params, ws, nullptr) == 0);
+  outputs(got_o, got_hT);
+  int64_t differ_o = 0, differ_hT = 0, first = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (got_o[size_t(i)] != want_o[size_t(i)] && differ_o++ == 0) first = i;
+  for (int64_t i = 0; i < ns; ++i) differ_hT += got_hT[size_t(i)] != want_hT[size_t(i)];
+  INFO(differ_o << " of " << n << " elements of o differ, the first at " << first << "; " << differ_hT << " of "
+                << ns << " of hT");
+  CHECK(differ_o == 0);
+  CHECK(differ_hT == 0);
+}
+
+TEST_CASE("wy_ut's scan with the output beside it refuses K = 256 and the two-level scan", "[gpu][wy_ut]") {
+  if (!gpu_or_warn()) return;
+  for (const int64_t K : {128, 256}) {
+    Problem pr;
+    pr.shape = GdnShape{1, 300, 1, 1, K, 64};
+    pr.dtype = DType::bf16;
+    pr.seed = testutil::fresh_seed();
+    const HostInputs in = make_inputs(pr);
+    DeviceGdn d(pr, in);
+    const int64_t G = K == 128 ? 2 : 1;  // K = 128: refused for its two groups; K = 256: for its K
+    DeviceBuffer ws_buf(gdn_wy_ut_workspace_bytes(d.params, G));
+    const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(d.params, ws_buf.get(), G);
+    INFO("K " << K << " G " << G);
+    CHECK(launch_gdn_wy_ut_scan_output(d.params, ws, nullptr) == int(cudaErrorInvalidValue));
+    d.params.wy_ut_output = WyUtOutput::in_scan;  // forced where it cannot run: refused, not run
+    d.params.scan_groups = G;
+    CHECK(launch_gdn_wy_ut(d.params, ws_buf.get(), nullptr) == int(cudaErrorInvalidValue));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 TEST_CASE("wy_ut matches the float64 recurrence over dtypes, lengths, head dims and h0", "[gpu][wy_ut]") {
   if (!gpu_or_warn()) return;
   const DType dt = GENERATE(DType::bf16, DType::f16);

@@ -156,15 +156,35 @@ TEST_CASE("a plan's choice is the launcher's rule: recurrent's T forms and K buc
 TEST_CASE("wy_ut's scan: the cost model's groups, and forced plain, pair and two-level scans", "[plans]") {
   PlanLaunch l;
   const PlanDevice dev = h200_facts();
-  CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 128, 128}), dev, l).name() == "plain_k128");
+  CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 128, 128}), dev, l).name() == "plain_with_output_k128");
   CHECK(l.scan_groups == 1);
+  CHECK(l.wy_ut_output == WyUtOutput::in_scan);
+  // K = 256: the output beside the scan does not fit one block's shared memory.
+  CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 256, 128}), dev, l).name() == "plain_k256");
+  CHECK(l.wy_ut_output == WyUtOutput::separate);
   // One head at T = 65536: 1024 chunks on one SM's worth of blocks; the model splits the chain.
   const PlanChoice two = plan_of("wy_ut", problem({1, 65536, 1, 1, 128, 128}), dev, l);
   CHECK(two.options[0] == "two_level_k128");
   CHECK(l.scan_groups == wy_ut_scan_groups_model(GdnShape{1, 65536, 1, 1, 128, 128}, 132));
   CHECK(l.scan_groups >= 3);
   CHECK(two.name() == "two_level_k128 (G=" + std::to_string(l.scan_groups) + ")");
+  CHECK(l.wy_ut_output == WyUtOutput::separate);  // the two-level scan keeps its own output kernel
   SECTION("forced") {
+    CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 64, 64}, DType::bf16, "plain"), dev, l).name() == "plain_k64");
+    CHECK(l.wy_ut_output == WyUtOutput::separate);
+    CHECK(plan_of("wy_ut", problem({1, 65536, 1, 1, 128, 128}, DType::f16, "plain_with_output"), dev, l).name() ==
+          "plain_with_output_k128");
+    CHECK(l.scan_groups == 1);
+    CHECK(l.wy_ut_output == WyUtOutput::in_scan);
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 256, 64}, DType::bf16, "plain_with_output"), dev, l).unsupported,
+               Catch::Contains("K <= 128"));
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 128, 64}, DType::bf16, "plain_with_output_k64"), dev, l)
+                   .unsupported,
+               Catch::Contains("k128 instances"));
+    // fused_conv's scan has no output beside it: the option is not one of its plans.
+    CHECK_THAT(plan_of("fused_conv", problem({1, 300, 1, 1, 128, 64}, DType::bf16, "plain_with_output"), dev, l)
+                   .unsupported,
+               Catch::Contains("not one of this variant's plans"));
     CHECK(plan_of("wy_ut", problem({1, 130, 2, 2, 64, 64}, DType::bf16, "two_level_pair"), dev, l).name() ==
           "two_level_pair_k64 (G=2)");
     CHECK(l.scan_groups == 2);
