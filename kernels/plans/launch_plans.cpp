@@ -226,7 +226,9 @@ bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups) { return s.K <
 
 WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced) {
   if (forced != WyUtOutput::automatic) return forced;
-  return wy_ut_output_in_scan_fits(s, groups) ? WyUtOutput::in_scan : WyUtOutput::separate;
+  // Automatic: beside the scan for 64 < K <= 128, 15-19% faster at T = 1K..64K; at K <= 64 the
+  // separate output is 3-4% faster (docs/log/runs-112-.md, run 116).
+  return wy_ut_output_in_scan_fits(s, groups) && s.K > 64 ? WyUtOutput::in_scan : WyUtOutput::separate;
 }
 
 int64_t wy_ut_chunks(const GdnShape& s) { return (s.T + kWyUtChunkSize - 1) / kWyUtChunkSize; }

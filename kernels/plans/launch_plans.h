@@ -84,7 +84,8 @@ int64_t wy_ut_chunks(const GdnShape& s);  // ceil(T / 64)
 int64_t wy_ut_largest_scan_groups(const GdnShape& s);
 // Where wy_ut's output runs: its own kernel after the scan (separate), or beside the plain scan
 // in one warp-specialised kernel (in_scan: K <= 128 and G = 1; the scan stage's
-// plain_with_output option). Automatic: in_scan wherever it can run.
+// plain_with_output option). Automatic: in_scan for 64 < K <= 128 and G = 1, where it is the
+// faster (docs/log/runs-112-.md).
 enum class WyUtOutput : int8_t { automatic, separate, in_scan };
 bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups);  // K <= 128 and G = 1
 WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced);

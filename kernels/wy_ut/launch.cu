@@ -23,8 +23,9 @@
 // fused_conv: K in {64, 128}; its output is the pipelined kernel where K and V <= 128
 // (gdn_fused_conv_pipelined), else the per-chunk one; its prepare is the per-chunk kernel.
 // Padding: 16-bit tiles have rows of K+8 elements (16 B apart mod 128: ldmatrix conflict free).
-// Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma, W, U, the chunk states): ~2 KiB per token
-// and value head at K = V = 128; B HV G K (2V + K) x 4 B more (the group ends and entering
+// Workspace: B HV N (C + C K + C V + K V) x 4 B (gamma, W, U, the chunk states, or in their
+// place P's fragments for the scan with the output beside it): ~2 KiB per token and value head at
+// K = V = 128; B HV G K (2V + K) x 4 B more (the group ends and entering
 // states) when G > 1.
 #include <cuda_runtime.h>
 
@@ -220,9 +221,18 @@ cudaError_t output_pipelined_for_k(const GdnParams& p, const GdnWyUtWorkspace& w
   else return launch(gdn_wy_ut_output_pipelined_kernel<T, kK>);
 }
 
-// The scan with the output beside it (scan_output.cuh): one launch, grid (V/32, HV, B).
+// The scan with the output beside it (scan_output.cuh): P's fragments, grid (N, HV, B); then the
+// scan and output, grid (V/32, HV, B).
 template <typename T, int kK>
 cudaError_t scan_output_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  {
+    const auto fragments = gdn_wy_ut_qk_fragments_kernel<T>;
+    const int bytes = 2 * tile16_bytes(kC, kK) + kC * 4;
+    if (const cudaError_t e = allow_smem(fragments, bytes)) return e;
+    const dim3 grid(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B));
+    fragments<<<grid, kThreads, bytes, stream>>>(p, ws);
+    if (const cudaError_t e = cudaGetLastError()) return e;
+  }
   const auto kernel = gdn_wy_ut_scan_output_kernel<T, kK>;
   const int bytes = ScanOutputLayout<kK>::kBytes;
   if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
@@ -340,12 +350,20 @@ size_t group_ends_bytes(const GdnShape& s, int64_t G) {
 size_t group_enters_bytes(const GdnShape& s, int64_t G) { return align256(size_t(s.B * s.HV * G * s.K * s.V) * 4); }
 }  // namespace
 
+namespace {
+// The entering states' part, which the P fragments share (the scan with the output beside it
+// writes no states): K V floats a chunk, at least the fragments' 10 KiB.
+size_t states_bytes(const GdnShape& s, size_t chunks) {
+  return align256(chunks * std::max<size_t>(size_t(s.K * s.V), size_t(kQkFragmentWords)) * 4);
+}
+}  // namespace
+
 size_t gdn_wy_ut_workspace_bytes(const GdnParams& p, int64_t scan_groups) {
   const GdnShape& s = p.shape;
   const size_t chunks = size_t(s.B * s.HV * num_chunks(p));
   const int64_t G = resolve_scan_groups(p, scan_groups);
   return align256(chunks * kC * 4) + align256(chunks * kC * size_t(s.K) * 4) +
-         align256(chunks * kC * size_t(s.V) * 4) + align256(chunks * size_t(s.K * s.V) * 4) +
+         align256(chunks * kC * size_t(s.V) * 4) + states_bytes(s, chunks) +
          (G > 1 ? group_ends_bytes(s, G) + group_enters_bytes(s, G) : 0);
 }
 
@@ -365,9 +383,10 @@ GdnWyUtWorkspace gdn_wy_ut_workspace_view(const GdnParams& p, void* workspace, i
   ws.U = reinterpret_cast<float*>(base);
   base += align256(chunks * kC * size_t(s.V) * 4);
   ws.states = reinterpret_cast<float*>(base);
+  ws.qk_fragments = reinterpret_cast<uint32_t*>(base);
   ws.scan_groups = resolve_scan_groups(p, scan_groups);
   if (ws.scan_groups > 1) {
-    base += align256(chunks * size_t(s.K * s.V) * 4);
+    base += states_bytes(s, chunks);
     ws.group_ends = reinterpret_cast<float*>(base);
     base += group_ends_bytes(s, ws.scan_groups);
     ws.group_enters = reinterpret_cast<float*>(base);

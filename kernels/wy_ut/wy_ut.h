@@ -30,6 +30,9 @@ struct GdnWyUtWorkspace {
                             //                   overwrites it in place by U = U0 - W S0 (stage 3
                             //                   reads it)
   float* states = nullptr;  // [B, HV, N, K, V]  state entering each chunk (stage 2, for stage 3)
+  // The scan with the output beside it writes no states: its P fragments take their bytes,
+  // [B, HV, N, 2560] words (launch_gdn_wy_ut_scan_output; each chunk's part at least 10 KiB).
+  uint32_t* qk_fragments = nullptr;
   // The two-level scan (gdn_wy_ut_scan_groups): stage 2 over scan_groups groups of chunks. With
   // one group, the plain sequential scan, and these two are null (not in the workspace).
   int64_t scan_groups = 1;
@@ -99,9 +102,9 @@ int launch_gdn_wy_ut_prepare_per_chunk(const GdnParams& p, const GdnWyUtWorkspac
 // same chunks per block, so every block of a head gets the same number of chunks or one less.
 int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int64_t resident_blocks);
 
-// Stages 2 and 3 in one launch (scan_output.cuh): the plain scan's chain on 4 warps and the output
-// on 4 more, the entering states and U handed over in shared memory (ws.states is not written,
-// U keeps U0). K <= 128 and ws.scan_groups = 1 (cudaErrorInvalidValue otherwise); o and hT bit for
+// Stages 2 and 3 in two launches (scan_output.cuh): P = (Q K^T) .* D .* causal per chunk, in
+// parallel, into ws.qk_fragments; then the plain scan's chain on 4 warps and the output on 8 more,
+// the entering states and U handed over in shared memory (ws.states is not written, U keeps U0). K <= 128 and ws.scan_groups = 1 (cudaErrorInvalidValue otherwise); o and hT bit for
 // bit those of launch_gdn_wy_ut_states + launch_gdn_wy_ut_output.
 int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 

@@ -159,7 +159,10 @@ TEST_CASE("wy_ut's scan: the cost model's groups, and forced plain, pair and two
   CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 128, 128}), dev, l).name() == "plain_with_output_k128");
   CHECK(l.scan_groups == 1);
   CHECK(l.wy_ut_output == WyUtOutput::in_scan);
-  // K = 256: the output beside the scan does not fit one block's shared memory.
+  // K = 64: the separate output is the faster; K = 256: the output beside the scan does not fit
+  // one block's shared memory.
+  CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 64, 128}), dev, l).name() == "plain_k64");
+  CHECK(l.wy_ut_output == WyUtOutput::separate);
   CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 256, 128}), dev, l).name() == "plain_k256");
   CHECK(l.wy_ut_output == WyUtOutput::separate);
   // One head at T = 65536: 1024 chunks on one SM's worth of blocks; the model splits the chain.
