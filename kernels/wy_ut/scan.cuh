@@ -66,6 +66,73 @@ struct ScanPass {
   bool local = false;            // pass 1: groups >= 1 from a zero entering state, plus their transition
 };
 
+// The scan's two products, shared with the scan beside the output (scan_output.cuh) so both give
+// the same bits. Warp w: U rows [16w, 16w + 16) of 32 columns; state rows row0 + [0, K/4).
+// u -= W S0: W float32 (rows of kK + 8), S0 as hi/lo planes (rows of kBV + 8), three products,
+// even and odd k steps in two partial sums (half the dependent chain of mma instructions).
+template <typename T, int kK>
+__device__ __forceinline__ void scan_subtract_ws(float (&u)[4][4], const float* W_s, const T* S_hi, const T* S_lo,
+                                                 int warp) {
+  constexpr int kLdw = kK + 8, kLdp = kBV + 8;
+  float ws_acc[2][4][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kK / 16; ++ks) {
+    uint32_t ah[4], al[4];
+    lda_split<T>(ah, al, W_s + 16 * warp * kLdw + 16 * ks, kLdw);
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      uint32_t bh[2][2], bl[2][2];
+      ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
+      ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        float* acc = ws_acc[ks & 1][2 * np + j];
+        Mma<T>::run(acc, al, bh[j]);
+        Mma<T>::run(acc, ah, bl[j]);
+        Mma<T>::run(acc, ah, bh[j]);
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[0][nt][e] + ws_acc[1][nt][e];
+}
+
+// S = exp(gL) S + K^T Ud: K exact (k rows of kK + 8), Ud = exp(gL - gamma) .* U as hi/lo planes,
+// two products.
+template <typename T, int kK>
+__device__ __forceinline__ void scan_update_state(float (&S)[kK / 64][4][4], float g_last, const T* k_s,
+                                                  const T* U_hi, const T* U_lo, int row0) {
+  constexpr int kMT = kK / 64, kLdk = kK + 8, kLdp = kBV + 8;
+  const float decay = expf(g_last);
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) S[mt][nt][e] *= decay;
+#pragma unroll
+  for (int ks = 0; ks < kC / 16; ++ks) {
+    uint32_t bh[4][2], bl[4][2];
+#pragma unroll
+    for (int np = 0; np < 2; ++np) {
+      ldsm_b2_trans(&bh[2 * np], U_hi + 16 * ks * kLdp + 16 * np, kLdp);
+      ldsm_b2_trans(&bl[2 * np], U_lo + 16 * ks * kLdp + 16 * np, kLdp);
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      uint32_t a[4];
+      ldsm_a_trans(a, k_s + 16 * ks * kLdk + row0 + 16 * mt, kLdk);
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt) {
+        Mma<T>::run(S[mt][nt], a, bl[nt]);
+        Mma<T>::run(S[mt][nt], a, bh[nt]);
+      }
+    }
+  }
+}
+
 template <typename T, int kK, bool kSeg>
 __global__ void __launch_bounds__(kThreads)
 gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanPass pass) {
@@ -213,31 +280,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
         u[nt][2 * hh] = x.x;
         u[nt][2 * hh + 1] = x.y;
       }
-    if (p.use_delta) {
-      float ws_acc[2][4][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < kK / 16; ++ks) {
-        uint32_t ah[4], al[4];
-        lda_split<T>(ah, al, W_s + 16 * warp * kLdw + 16 * ks, kLdw);
-#pragma unroll
-        for (int np = 0; np < 2; ++np) {
-          uint32_t bh[2][2], bl[2][2];
-          ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
-          ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            float* acc = ws_acc[ks & 1][2 * np + j];
-            Mma<T>::run(acc, al, bh[j]);
-            Mma<T>::run(acc, ah, bl[j]);
-            Mma<T>::run(acc, ah, bh[j]);
-          }
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[0][nt][e] + ws_acc[1][nt][e];
-    }
+    if (p.use_delta) scan_subtract_ws<T, kK>(u, W_s, S_hi, S_lo, warp);
     const float g_last = gamma_s[L - 1];
     float* Ub = ws.U + chunk * kC * V + v0;
 #pragma unroll
@@ -258,32 +301,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
     __syncthreads();
 
     // S = exp(gL) S + K^T (exp(gL - gamma) .* U): K exact, U split (two products).
-    const float decay = expf(g_last);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) S[mt][nt][e] *= decay;
-#pragma unroll
-    for (int ks = 0; ks < kC / 16; ++ks) {
-      uint32_t bh[4][2], bl[4][2];
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        ldsm_b2_trans(&bh[2 * np], U_hi + 16 * ks * kLdp + 16 * np, kLdp);
-        ldsm_b2_trans(&bl[2 * np], U_lo + 16 * ks * kLdp + 16 * np, kLdp);
-      }
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        uint32_t a[4];
-        ldsm_a_trans(a, k_s + 16 * ks * kLdk + row0 + 16 * mt, kLdk);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          Mma<T>::run(S[mt][nt], a, bl[nt]);
-          Mma<T>::run(S[mt][nt], a, bh[nt]);
-        }
-      }
-    }
+    scan_update_state<T, kK>(S, g_last, k_s, U_hi, U_lo, row0);
   }
 
   // Where the final state goes: hT after the last chunk; else (two-level scan) pass 1's local

@@ -41,6 +41,7 @@
 
 #include "kernels/common/ptx.cuh"
 #include "kernels/wy_ut/output.cuh"
+#include "kernels/wy_ut/scan.cuh"
 #include "kernels/wy_ut/wy_ut_common.cuh"
 
 namespace {
@@ -215,31 +216,7 @@ __device__ __forceinline__ void scan_output_chain(const GdnParams& p, const GdnW
         u[nt][2 * hh] = x.x;
         u[nt][2 * hh + 1] = x.y;
       }
-    if (p.use_delta) {
-      float ws_acc[2][4][4] = {};
-#pragma unroll
-      for (int ks = 0; ks < kK / 16; ++ks) {
-        uint32_t ah[4], al[4];
-        lda_split<T>(ah, al, W_s + 16 * warp * kLdw + 16 * ks, kLdw);
-#pragma unroll
-        for (int np = 0; np < 2; ++np) {
-          uint32_t bh[2][2], bl[2][2];
-          ldsm_b2_trans(bh, S_hi + 16 * ks * kLdp + 16 * np, kLdp);
-          ldsm_b2_trans(bl, S_lo + 16 * ks * kLdp + 16 * np, kLdp);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            float* acc = ws_acc[ks & 1][2 * np + j];
-            Mma<T>::run(acc, al, bh[j]);
-            Mma<T>::run(acc, ah, bl[j]);
-            Mma<T>::run(acc, ah, bh[j]);
-          }
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) u[nt][e] -= ws_acc[0][nt][e] + ws_acc[1][nt][e];
-    }
+    if (p.use_delta) scan_subtract_ws<T, kK>(u, W_s, S_hi, S_lo, warp);
     ptx::named_sync(kBarQkReady + buf, kScanOutputThreads);  // chunk n's k and gamma have landed
     const float g_last = gamma_s[L - 1];
 #pragma unroll
@@ -261,32 +238,7 @@ __device__ __forceinline__ void scan_output_chain(const GdnParams& p, const GdnW
     ptx::named_arrive(kBarUReady + buf, kScanOutputThreads);
 
     // S = exp(gL) S + K^T (exp(gL - gamma) .* U): K exact, U split (two products).
-    const float decay = expf(g_last);
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) S[mt][nt][e] *= decay;
-#pragma unroll
-    for (int ks = 0; ks < kC / 16; ++ks) {
-      uint32_t bh[4][2], bl[4][2];
-#pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        ldsm_b2_trans(&bh[2 * np], Ud_hi + 16 * ks * kLdp + 16 * np, kLdp);
-        ldsm_b2_trans(&bl[2 * np], Ud_lo + 16 * ks * kLdp + 16 * np, kLdp);
-      }
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        uint32_t a[4];
-        ldsm_a_trans(a, k_s + 16 * ks * kLdk + row0 + 16 * mt, kLdk);
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt) {
-          Mma<T>::run(S[mt][nt], a, bl[nt]);
-          Mma<T>::run(S[mt][nt], a, bh[nt]);
-        }
-      }
-    }
+    scan_update_state<T, kK>(S, g_last, k_s, Ud_hi, Ud_lo, row0);
   }
 
   if (float* end = p.hT ? p.hT + head * kK * V + v0 : nullptr) {
