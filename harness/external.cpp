@@ -398,7 +398,6 @@ ResultRow check_external(const CheckOptions& opt) {
   const CaseCost cost = case_cost(is_gdn ? Family::gdn : Family::attention, min_bytes, p);
   row.flops = cost.flops;
   row.bytes = cost.bytes;
-  row.tol = tolerance_for(opt.precision, p.dtype);
 
   const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));
   std::vector<double> hT_ext;
@@ -430,7 +429,7 @@ ResultRow check_external(const CheckOptions& opt) {
   // NaN never compares as the poison: external outputs cannot be "unwritten", only non-finite.
   const std::vector<float> o_f(o_ext.begin(), o_ext.end());
   row.o = compare_to_reference(o_f, ref_o, p.dtype);
-  row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);  // as `verify` judges
+  row.tol = opt.tolerances.bounds(opt.precision, p.dtype, row.o.floor_rel_l2);  // as `verify` judges
   if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
 
   const std::vector<std::string> problems = output_problems(row, p.dtype);  // as `verify` judges
@@ -544,14 +543,10 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
   const std::string prec = f.values.count("--precision") ? f.values.at("--precision")
                            : read_manifest(opt.dir).problem.frontend ? "tensor_core_frontend"
                                                                      : "tensor_core";
-  bool known = false;
-  for (Precision x : {Precision::tensor_core, Precision::fp32_math, Precision::tensor_core_frontend, Precision::bf16_state})
-    if (prec == precision_name(x)) {
-      opt.precision = x;
-      known = true;
-    }
-  if (!known)
+  const std::optional<Precision> precision = parse_precision(prec);
+  if (!precision)
     throw UsageError("check: --precision must be tensor_core, fp32_math, tensor_core_frontend or bf16_state");
+  opt.precision = *precision;
   opt.device = get("--device", "external");
   const std::string threads = get("--threads", "0");
   if (threads.empty() || threads.size() > 6 || threads.find_first_not_of("0123456789") != std::string::npos)

@@ -1,0 +1,171 @@
+// Tolerance profiles (harness/tolerance.h) and their files (harness/io/tolerance_file.h): the
+// parser and each way a file can be wrong, the bounds a profile judges by (against the built-in
+// table), the hash.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "harness/io/errors.h"
+#include "harness/io/tolerance_file.h"
+#include "harness/runner.h"
+#include "harness/tolerance.h"
+#include "harness/variant.h"
+#include "tests/common/test_util.h"
+
+namespace {
+
+// A row of `dtype` with o (and hT) measured: what output_problems judges, against `profile`.
+Status judge(const ToleranceProfile& profile, Precision precision, DType dtype, double o_rel_l2, double o_floor,
+             double ht_rel_l2) {
+  ResultRow row;
+  for (TensorMetrics* m : {&row.o, &row.ht}) {
+    m->present = true;
+    m->referenced = m->compared = 1000;
+  }
+  row.o.rel_l2 = o_rel_l2;
+  row.o.floor_rel_l2 = o_floor;
+  row.ht.rel_l2 = ht_rel_l2;
+  row.ht.floor_rel_l2 = 2.5e-8;
+  row.tol = profile.bounds(precision, dtype, o_floor);
+  return output_problems(row, dtype).empty() ? Status::pass : Status::fail;
+}
+
+const char* const kProfile =
+    "# a profile for tests\n"
+    "tensor_core  bf16  o=3x_floor  hT=4e-3   # FLA-like\n"
+    "\n"
+    "tensor_core\tfp16\thT=6e-4\n"
+    "fp32_math fp32 o=2e-5\n";
+
+}  // namespace
+
+TEST_CASE("a tolerance file replaces the entries it names and keeps the built-in rest", "[tolerance][profile]") {
+  const ToleranceProfile builtin = ToleranceProfile::builtin();
+  const ToleranceProfile p = parse_tolerance_text(kProfile, "some/dir/fla_like.txt");
+  CHECK(p.name() == "fla_like");
+  CHECK(builtin.name() == "builtin");
+  CHECK(p.o_bound(Precision::tensor_core, DType::bf16).times_floor);
+  CHECK(p.o_bound(Precision::tensor_core, DType::bf16).value == 3.0);
+  CHECK(p.ht_bound(Precision::tensor_core, DType::bf16).value == 4e-3);
+  CHECK(p.ht_bound(Precision::tensor_core, DType::f16).value == 6e-4);
+  CHECK(p.o_bound(Precision::fp32_math, DType::f32).value == 2e-5);
+  // Not named: the built-in bound, the o of tensor_core fp16 included.
+  CHECK(p.o_bound(Precision::tensor_core, DType::f16).value == builtin.o_bound(Precision::tensor_core, DType::f16).value);
+  CHECK_FALSE(p.o_bound(Precision::tensor_core, DType::f16).times_floor);
+  for (Precision pr : kPrecisions)
+    for (DType t : kDtypes) {
+      if (pr == Precision::tensor_core || (pr == Precision::fp32_math && t == DType::f32)) continue;
+      INFO(precision_name(pr) << " " << dtype_name(t));
+      CHECK(p.bounds(pr, t, 1e-3).o_rel_l2 == builtin.bounds(pr, t, 1e-3).o_rel_l2);
+      CHECK(p.bounds(pr, t, 1e-3).ht_rel_l2 == builtin.bounds(pr, t, 1e-3).ht_rel_l2);
+    }
+  // The built-in profile is tolerance_for's table.
+  for (Precision pr : kPrecisions)
+    for (DType t : kDtypes) {
+      CHECK(builtin.o_bound(pr, t).value == tolerance_for(pr, t).o_rel_l2);
+      CHECK(builtin.ht_bound(pr, t).value == tolerance_for(pr, t).ht_rel_l2);
+    }
+}
+
+TEST_CASE("a floor multiple is taken of each row's own floor; the widening rules still apply",
+          "[tolerance][profile][floor][cancellation]") {
+  const ToleranceProfile p = parse_tolerance_text(kProfile, "fla_like.txt");
+  CHECK(p.bounds(Precision::tensor_core, DType::bf16, 1.66e-3).o_rel_l2 == Approx(4.98e-3));
+  CHECK(p.bounds(Precision::tensor_core, DType::bf16, 1.4e-3).o_rel_l2 == Approx(4.2e-3));
+  CHECK(p.bounds(Precision::tensor_core, DType::bf16, 1.4e-3).ht_rel_l2 == 4e-3);
+  // The floor minimum: an absolute bound under 1.5 floors gives way to them.
+  CHECK(p.bounds(Precision::fp32_math, DType::f32, 1e-4).o_rel_l2 == Approx(kRoundingFloorFactor * 1e-4));
+  // The float32 cancellation bound, where a kappa is given.
+  CHECK(p.bounds(Precision::fp32_math, DType::f32, 6e-8, 11.3).o_rel_l2 == 2e-5);
+  CHECK(p.bounds(Precision::fp32_math, DType::f32, 6e-8, 1e5).o_rel_l2 ==
+        Approx(fp32_cancellation_bound(2e-5, 1e5)));
+  CHECK(p.bounds(Precision::fp32_math, DType::f32, 6e-8, 1e5).o_rel_l2 > 2e-5);
+}
+
+TEST_CASE("a tighter profile fails what the built-in table passes", "[tolerance][profile][runner]") {
+  const ToleranceProfile builtin = ToleranceProfile::builtin();
+  const ToleranceProfile tight = parse_tolerance_text("tensor_core bf16 o=2e-3\nfp32_math fp32 hT=1e-9\n", "tight.txt");
+  // o 2.2e-3 on a floor of 1.2e-3: under 2.5e-3, over 2e-3 (and 1.5 floors, 1.8e-3, do not lift the bound).
+  CHECK(judge(builtin, Precision::tensor_core, DType::bf16, 2.2e-3, 1.2e-3, 0) == Status::pass);
+  CHECK(judge(tight, Precision::tensor_core, DType::bf16, 2.2e-3, 1.2e-3, 0) == Status::fail);
+  // Through the runner: cpu_recurrent's float32 state errs by ~1e-7, which 1e-9 fails (o's bound would
+  // widen to the float32 cancellation bound, 8 u kappa >= 4.8e-7; hT's does not).
+  Problem p;
+  p.shape = GdnShape{1, 16, 1, 1, 8, 8};
+  p.dtype = DType::f32;
+  p.chunk = 16;
+  p.seed = 7;
+  RunOptions opt;
+  const auto verdict = [&](const ToleranceProfile& profile) {
+    opt.tolerances = profile;
+    const RunSummary s = execute_cases({Case{p, find_variant("cpu_recurrent"), true}}, opt, [](const ResultRow&) {});
+    REQUIRE(s.rows.size() == 1);
+    INFO(s.rows[0].reason);
+    return s.rows[0].status;
+  };
+  CHECK(verdict(builtin) == Status::pass);
+  CHECK(verdict(tight) == Status::fail);
+}
+
+TEST_CASE("a malformed tolerance file is a UsageError naming the file and the line", "[tolerance][profile][cli]") {
+  const auto [text, line, says] = GENERATE(
+      std::make_tuple("tensor_core bf16\n", 1, "expected PRECISION DTYPE"),
+      std::make_tuple("# ok\nfast_math bf16 o=1e-3\n", 2, "unknown precision class 'fast_math'"),
+      std::make_tuple("tensor_core bfloat16 o=1e-3\n", 1, "unknown dtype 'bfloat16'"),
+      std::make_tuple("tensor_core bf16 ht=1e-3\n", 1, "unknown output 'ht' (use o or hT)"),
+      std::make_tuple("tensor_core bf16 o 1e-3\n", 1, "'o' is not o=BOUND or hT=BOUND"),
+      std::make_tuple("tensor_core bf16 o=-1e-3\n", 1, "must be positive"),
+      std::make_tuple("tensor_core bf16 o=0\n", 1, "must be positive"),
+      std::make_tuple("tensor_core bf16 o=nan\n", 1, "'nan' is not a number"),
+      std::make_tuple("tensor_core bf16 o=inf\n", 1, "'inf' is not a number"),
+      std::make_tuple("tensor_core bf16 o=1e999\n", 1, "'1e999' is not a number"),
+      std::make_tuple("tensor_core bf16 o=0x1p-8\n", 1, "'0x1p-8' is not a number"),
+      std::make_tuple("tensor_core bf16 o=\n", 1, "'' is not a number"),
+      std::make_tuple("tensor_core bf16 o=1.5\n", 1, "passes an output of zeros"),
+      std::make_tuple("tensor_core bf16 o=1x_floor\n", 1, "below 1.5x_floor"),
+      std::make_tuple("tensor_core bf16 o=nanx_floor\n", 1, "'nan' is not a number"),
+      std::make_tuple("tensor_core bf16 hT=3x_floor\n", 1, "give hT a rel_l2"),
+      std::make_tuple("tensor_core bf16 o=3x_floor\n\ntensor_core bf16 o=4e-3\n", 3, "given twice (lines 1 and 3)"),
+      std::make_tuple("tensor_core bf16 hT=1e-3 hT=2e-3\n", 1, "given twice (lines 1 and 1)"));
+  INFO(text);
+  const std::string where = "dir/p.txt:" + std::to_string(line) + ": ";
+  CHECK_THROWS_AS(parse_tolerance_text(text, "dir/p.txt"), UsageError);
+  CHECK_THROWS_WITH(parse_tolerance_text(text, "dir/p.txt"), Catch::StartsWith("--tolerances: " + where) &&
+                                                                 Catch::Contains(says));
+}
+
+TEST_CASE("a tolerance file with no entry, named builtin, or missing is refused", "[tolerance][profile][cli]") {
+  CHECK_THROWS_WITH(parse_tolerance_text("# nothing\n\n", "p.txt"), Catch::Contains("p.txt: no entry"));
+  CHECK_THROWS_WITH(parse_tolerance_text("", "p.txt"), Catch::Contains("no entry"));
+  CHECK_THROWS_WITH(parse_tolerance_text("tensor_core bf16 o=3x_floor\n", "x/builtin.txt"),
+                    Catch::Contains("rename the file"));
+  CHECK_THROWS_WITH(read_tolerance_profile("no_such_profile"), Catch::Contains("no tolerance file 'no_such_profile'"));
+  CHECK_THROWS_AS(read_tolerance_profile("/no/such/dir/p.txt"), UsageError);
+  CHECK(read_tolerance_profile("builtin").hash() == ToleranceProfile::builtin().hash());
+  // CRLF line ends and tabs are blanks.
+  CHECK(parse_tolerance_text("tensor_core\tbf16\to=3x_floor\r\n", "p.txt").o_bound(Precision::tensor_core, DType::bf16).value ==
+        3.0);
+}
+
+TEST_CASE("the profile hash changes with the contract, not with comments or order", "[tolerance][profile][hash]") {
+  const ToleranceProfile builtin = ToleranceProfile::builtin();
+  const std::string h = builtin.hash();
+  CHECK(h.size() == 16);
+  CHECK(h.find_first_not_of("0123456789abcdef") == std::string::npos);
+  // The canonical text is itself a (complete) tolerance file: read back, the same contract.
+  CHECK(parse_tolerance_text(builtin.canonical_text(), "copy.txt").hash() == h);
+  const ToleranceProfile a = parse_tolerance_text("tensor_core bf16 o=3x_floor hT=4e-3\ntensor_core fp16 o=3x_floor\n", "a.txt");
+  const ToleranceProfile same = parse_tolerance_text(
+      "# reordered, commented\ntensor_core fp16 o=3x_floor  # fp16\n\ntensor_core bf16 hT=4e-3 o=3.0x_floor\n", "b.txt");
+  CHECK(a.hash() != h);
+  CHECK(same.hash() == a.hash());
+  CHECK(parse_tolerance_text("tensor_core bf16 o=3x_floor hT=4.5e-3\ntensor_core fp16 o=3x_floor\n", "a.txt").hash() !=
+        a.hash());
+  CHECK(parse_tolerance_text("tensor_core bf16 o=3x_floor hT=4e-3\ntensor_core fp16 o=3.5x_floor\n", "a.txt").hash() !=
+        a.hash());
+  // A floor multiple is not the absolute bound of the same number.
+  CHECK(parse_tolerance_text("tensor_core bf16 o=3x_floor\n", "c.txt").hash() !=
+        parse_tolerance_text("tensor_core bf16 o=0.003\n", "c.txt").hash());
+}
