@@ -1,8 +1,10 @@
 // Tolerance profiles (harness/tolerance.h) and their files (harness/io/tolerance_file.h): the
 // parser and each way a file can be wrong, the bounds a profile judges by (against the built-in
-// table), the hash.
+// table), the hash, and --tolerances through the binary: the rows name their profile, --resume and
+// check --csv refuse another one, a bad file is one line and exit 2.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -168,4 +170,87 @@ TEST_CASE("the profile hash changes with the contract, not with comments or orde
   // A floor multiple is not the absolute bound of the same number.
   CHECK(parse_tolerance_text("tensor_core bf16 o=3x_floor\n", "c.txt").hash() !=
         parse_tolerance_text("tensor_core bf16 o=0.003\n", "c.txt").hash());
+}
+
+TEST_CASE("the binary: --tolerances names the profile in every row, and a bad file is one line, exit 2",
+          "[tolerance][profile][cli][binary]") {
+  testutil::TempDir dir;
+  const testutil::SuiteFile empty("");
+  const std::string tight = dir.file("tight.txt");
+  testutil::write_text(tight, "fp32_math fp32 hT=1e-9\n");  // the float32 state errs by ~1e-7
+  const std::string cases = "verify --suite '" + empty.path + "' --variants cpu_recurrent,cpu_chunked --H 1 "
+                            "--K 8 --V 8 --dtypes fp32 --seed 3 --no-progress ";
+  const std::string base = cases + "--T 17 ";
+  const auto rows_of = [&](const std::string& csv) { return testutil::read_csv(csv); };
+
+  const testutil::ProcessResult plain = testutil::run_gdnbench(base + "--out '" + dir.file("plain.csv") + "'");
+  REQUIRE(plain.exit_code == 0);
+  const testutil::ProcessResult judged =
+      testutil::run_gdnbench(base + "--tolerances '" + tight + "' --out '" + dir.file("tight.csv") + "'");
+  CHECK(judged.exit_code == 1);
+  CHECK_THAT(judged.out, Catch::Contains("tolerances tight " + read_tolerance_profile(tight).hash()));
+  const testutil::Csv a = rows_of(dir.file("plain.csv")), b = rows_of(dir.file("tight.csv"));
+  REQUIRE(a.rows.size() == 2);
+  REQUIRE(b.rows.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(a.cell(i, "tolerances") == "builtin");
+    CHECK(a.cell(i, "tolerances_hash") == ToleranceProfile::builtin().hash());
+    CHECK(a.cell(i, "status") == "PASS");
+    CHECK(b.cell(i, "tolerances") == "tight");
+    CHECK(b.cell(i, "tolerances_hash") == read_tolerance_profile(tight).hash());
+    CHECK(b.cell(i, "status") == "FAIL");
+    CHECK(b.cell(i, "tol_ht") == "1e-09");
+  }
+
+  SECTION("a malformed file, a missing one") {
+    const std::string bad = dir.file("bad.txt");
+    testutil::write_text(bad, "# fine\ntensor_core bf16 o=-3e-3\n");
+    for (const std::string& file : {bad, dir.file("missing.txt")}) {
+      const testutil::ProcessResult r =
+          testutil::run_gdnbench(base + "--tolerances '" + file + "' --out '" + dir.file("never.csv") + "'");
+      CHECK(r.exit_code == 2);
+      const std::vector<std::string> lines = r.err_lines();
+      REQUIRE(lines.size() == 1);
+      CHECK_THAT(lines[0], Catch::StartsWith("gdnbench: error: --tolerances: ") && Catch::Contains(file));
+      if (file == bad) CHECK_THAT(lines[0], Catch::Contains(bad + ":2: "));
+      CHECK_FALSE(std::filesystem::exists(dir.file("never.csv")));
+    }
+  }
+  SECTION("--resume refuses a CSV judged by another profile, and continues one of the same") {
+    const std::string csv = dir.file("plain.csv");
+    const std::string before = testutil::read_text(csv);
+    const testutil::ProcessResult r =
+        testutil::run_gdnbench(cases + "--T 17,18 --resume --tolerances '" + tight + "' --out '" + csv + "'");
+    CHECK(r.exit_code == 2);
+    const std::vector<std::string> lines = r.err_lines();
+    REQUIRE(lines.size() == 1);
+    CHECK_THAT(lines[0], Catch::Contains("--resume: '" + csv + "' row 1 was judged by tolerances builtin") &&
+                             Catch::Contains("this run by tight"));
+    CHECK(testutil::read_text(csv) == before);
+    const testutil::ProcessResult same = testutil::run_gdnbench(cases + "--T 17,18 --resume --out '" + csv + "'");
+    INFO(same.out << same.err);
+    CHECK(same.exit_code == 0);
+    CHECK(rows_of(csv).rows.size() == 4);
+  }
+  SECTION("check --tolerances: the verdict and the row name the profile; --csv keeps one profile") {
+    const std::string dump = dir.file("dump");
+    REQUIRE(testutil::run_gdnbench("dump --T 8 --H 1 --K 8 --V 8 --dtypes bf16 --seed 3 --out '" + dump + "'")
+                .exit_code == 0);
+    // The dump's v as o is wrong, which is all this needs: a row, judged by a named profile.
+    const std::string check = "check '" + dump + "' --o '" + dump + "/v.npy' --csv '" + dir.file("ext.csv") + "' ";
+    const testutil::ProcessResult r = testutil::run_gdnbench(check + "--tolerances '" + tight + "'");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.out, Catch::Contains("; tolerances tight " + read_tolerance_profile(tight).hash()));
+    CHECK(rows_of(dir.file("ext.csv")).cell(0, "tolerances") == "tight");
+    const std::string before = testutil::read_text(dir.file("ext.csv"));
+    const testutil::ProcessResult other = testutil::run_gdnbench(check);
+    CHECK(other.exit_code == 2);
+    REQUIRE(other.err_lines().size() == 1);
+    CHECK_THAT(other.err, Catch::Contains("row 1 was judged by tolerances tight") &&
+                              Catch::Contains("this check by builtin"));
+    CHECK(testutil::read_text(dir.file("ext.csv")) == before);
+    const testutil::ProcessResult bad = testutil::run_gdnbench(check + "--tolerances '" + dir.file("missing.txt") + "'");
+    CHECK(bad.exit_code == 2);
+    CHECK_THAT(bad.err, Catch::StartsWith("gdnbench: error: check: --tolerances: no tolerance file"));
+  }
 }
