@@ -1,7 +1,8 @@
 // Tolerance profiles (harness/tolerance.h) and their files (harness/io/tolerance_file.h): the
-// parser and each way a file can be wrong, the bounds a profile judges by (against the built-in
-// table), the hash, and --tolerances through the binary: the rows name their profile, --resume and
-// check --csv refuse another one, a bad file is one line and exit 2.
+// parser and each way a file can be wrong, the bounds a profile judges by (both ways against the
+// built-in table), the hash, the shipped bf16_intermediates profile on the measured FLA rows, and
+// --tolerances through the binary: the rows name their profile, --resume and check --csv refuse
+// another one, a bad file is one line and exit 2.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
@@ -84,6 +85,27 @@ TEST_CASE("a floor multiple is taken of each row's own floor; the widening rules
   CHECK(p.bounds(Precision::fp32_math, DType::f32, 6e-8, 1e5).o_rel_l2 ==
         Approx(fp32_cancellation_bound(2e-5, 1e5)));
   CHECK(p.bounds(Precision::fp32_math, DType::f32, 6e-8, 1e5).o_rel_l2 > 2e-5);
+}
+
+TEST_CASE("bf16_intermediates passes FLA's and FlashQLA's measured rows, which the built-in table fails",
+          "[tolerance][profile]") {
+  const ToleranceProfile builtin = ToleranceProfile::builtin();
+  const ToleranceProfile fla = read_tolerance_profile("bf16_intermediates");
+  CHECK(fla.name() == "bf16_intermediates");
+  // reports/results/h200/2026-12-02_peers/ext.csv (T = 2048) and ext_fla_sdpa_T1024_T8192.csv (T = 8192):
+  // (o rel_l2, o floor, hT rel_l2).
+  const auto [o, floor, ht] = GENERATE(std::make_tuple(3.7776e-3, 1.65806e-3, 2.95729e-3),   // FLA chunk, T = 2048
+                                       std::make_tuple(3.75716e-3, 1.65806e-3, 2.93685e-3),  // FlashQLA, T = 2048
+                                       std::make_tuple(3.78363e-3, 1.65842e-3, 2.95584e-3));  // FLA chunk, T = 8192
+  INFO("o " << o << " floor " << floor << " hT " << ht);
+  CHECK(judge(builtin, Precision::tensor_core, DType::bf16, o, floor, ht) == Status::fail);
+  CHECK(judge(fla, Precision::tensor_core, DType::bf16, o, floor, ht) == Status::pass);
+  // Its bounds are still a gate: twice FLA's error fails, in o or in hT.
+  CHECK(judge(fla, Precision::tensor_core, DType::bf16, 2 * o, floor, ht) == Status::fail);
+  CHECK(judge(fla, Precision::tensor_core, DType::bf16, o, floor, 2 * ht) == Status::fail);
+  // wy_ut's row (1.00 floors, hT 5.3e-6) passes both.
+  CHECK(judge(builtin, Precision::tensor_core, DType::bf16, floor, floor, 5.3e-6) == Status::pass);
+  CHECK(judge(fla, Precision::tensor_core, DType::bf16, floor, floor, 5.3e-6) == Status::pass);
 }
 
 TEST_CASE("a tighter profile fails what the built-in table passes", "[tolerance][profile][runner]") {
@@ -202,6 +224,12 @@ TEST_CASE("the binary: --tolerances names the profile in every row, and a bad fi
     CHECK(b.cell(i, "tol_ht") == "1e-09");
   }
 
+  SECTION("a profile by name from tolerances/") {
+    const testutil::ProcessResult r =
+        testutil::run_gdnbench(base + "--tolerances bf16_intermediates --out '" + dir.file("named.csv") + "'");
+    CHECK(r.exit_code == 0);
+    CHECK(rows_of(dir.file("named.csv")).cell(0, "tolerances") == "bf16_intermediates");
+  }
   SECTION("a malformed file, a missing one") {
     const std::string bad = dir.file("bad.txt");
     testutil::write_text(bad, "# fine\ntensor_core bf16 o=-3e-3\n");
