@@ -22,6 +22,7 @@
 #include "harness/io/csv.h"
 #include "harness/io/csv_read.h"
 #include "harness/io/npy.h"
+#include "harness/io/tolerance_file.h"
 #include "harness/runner.h"
 #include "kernels/frontend/frontend.h"
 
@@ -398,7 +399,6 @@ ResultRow check_external(const CheckOptions& opt) {
   const CaseCost cost = case_cost(is_gdn ? Family::gdn : Family::attention, min_bytes, p);
   row.flops = cost.flops;
   row.bytes = cost.bytes;
-  row.tol = tolerance_for(opt.precision, p.dtype);
 
   const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));
   std::vector<double> hT_ext;
@@ -430,7 +430,7 @@ ResultRow check_external(const CheckOptions& opt) {
   // NaN never compares as the poison: external outputs cannot be "unwritten", only non-finite.
   const std::vector<float> o_f(o_ext.begin(), o_ext.end());
   row.o = compare_to_reference(o_f, ref_o, p.dtype);
-  row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);  // as `verify` judges
+  row.tol = opt.tolerances.bounds(opt.precision, p.dtype, row.o.floor_rel_l2);  // as `verify` judges
   if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
 
   const std::vector<std::string> problems = output_problems(row, p.dtype);  // as `verify` judges
@@ -459,7 +459,7 @@ std::string check_usage_text() {
   return "usage: gdnbench check DIR --o o.npy [--ht hT.npy] [--ht-layout kv|vk] [--variant-name NAME]\n"
          "                      [--family gdn|attention] [--precision P] [--ref-o ref.npy]\n"
          "                      [--device NAME] [--csv OUT.csv] [--threads N]\n"
-         "                      [--cache-q q.npy --cache-k k.npy --cache-v v.npy]\n"
+         "                      [--cache-q q.npy --cache-k k.npy --cache-v v.npy] [--tolerances FILE]\n"
          "  Judges an external output against the float64 reference of the inputs in DIR (from\n"
          "  gdnbench dump), with the metrics and tolerance table of gdnbench verify. o: [B, T, HV, V]\n"
          "  as <f4, <f8, <f2 or <u2 (bf16 bits); hT: [B, HV, K, V] (vk: [B, HV, V, K]). --ref-o: a\n"
@@ -468,7 +468,9 @@ std::string check_usage_text() {
          "  table (tensor_core, fp32_math, tensor_core_frontend, bf16_state; default tensor_core, or\n"
          "  tensor_core_frontend for a front-end dump). A front-end dump (dump --frontend on): the\n"
          "  reference runs the front end too; --cache-q/k/v: the final conv caches [B, channels, 3],\n"
-         "  which must be exact. Exit 0 PASS, 1 FAIL, 2 usage error.\n";
+         "  which must be exact. --tolerances FILE: judge by a tolerance file (a path, or a name in\n"
+         "  tolerances/; default builtin, docs/TOLERANCES.md); the verdict and the row name it.\n"
+         "  Exit 0 PASS, 1 FAIL, 2 usage error.\n";
 }
 
 int run_dump(const std::vector<std::string>& args) {
@@ -519,7 +521,7 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
     }
   const Flags f = parse_flags(args, {"--o", "--ht", "--ht-layout", "--variant-name", "--family", "--precision",
                                      "--ref-o", "--device", "--csv", "--threads", "--cache-q", "--cache-k",
-                                     "--cache-v"},
+                                     "--cache-v", "--tolerances"},
                               "check", "see gdnbench check --help");
   if (f.positional.size() != 1) throw UsageError("check: give one dump directory; see gdnbench check --help");
   if (!f.values.count("--o")) throw UsageError("check: --o o.npy is required");
@@ -544,14 +546,15 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
   const std::string prec = f.values.count("--precision") ? f.values.at("--precision")
                            : read_manifest(opt.dir).problem.frontend ? "tensor_core_frontend"
                                                                      : "tensor_core";
-  bool known = false;
-  for (Precision x : {Precision::tensor_core, Precision::fp32_math, Precision::tensor_core_frontend, Precision::bf16_state})
-    if (prec == precision_name(x)) {
-      opt.precision = x;
-      known = true;
-    }
-  if (!known)
+  const std::optional<Precision> precision = parse_precision(prec);
+  if (!precision)
     throw UsageError("check: --precision must be tensor_core, fp32_math, tensor_core_frontend or bf16_state");
+  opt.precision = *precision;
+  try {
+    opt.tolerances = read_tolerance_profile(get("--tolerances", ToleranceProfile::kBuiltinName));
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("check: {}", e.what()));
+  }
   opt.device = get("--device", "external");
   const std::string threads = get("--threads", "0");
   if (threads.empty() || threads.size() > 6 || threads.find_first_not_of("0123456789") != std::string::npos)
@@ -564,6 +567,7 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
                                  status_name(row.status), opt.variant, opt.family, problem_text(p), row.o.rel_l2,
                                  row.tol.o_rel_l2, row.o.err_vs_floor);
   if (row.ht.present) line += fmt::format(", hT rel_l2 {:.3g} (bound {:.3g})", row.ht.rel_l2, row.tol.ht_rel_l2);
+  line += fmt::format("; tolerances {} {}", opt.tolerances.name(), opt.tolerances.hash());
   if (!row.reason.empty()) line += "; " + row.reason;
   fmt::print("{}\n", line);
 
@@ -588,11 +592,19 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
         throw UsageError(fmt::format("check: --csv: '{}' is not a gdnbench CSV of schema v{} to append to: {}", out,
                                      kCsvSchemaVersion, e.what()));
       }
+      const std::string other = first_row_of_another_profile(parse_gdnbench_csv(existing, out, {}, "check"),
+                                                             opt.tolerances.name(), opt.tolerances.hash());
+      if (!other.empty())
+        throw UsageError(fmt::format("check: --csv: '{}' {}, this check by {} {} (one CSV, one contract: give its "
+                                     "--tolerances, or another --csv)",
+                                     out, other, opt.tolerances.name(), opt.tolerances.hash()));
     }
     meta.command = "check";
     meta.suite = opt.dir;
     meta.seed = p.seed;
     meta.run_id = fmt::format("{}-{:x}", meta.timestamp, p.seed);
+    meta.tolerances = opt.tolerances.name();
+    meta.tolerances_hash = opt.tolerances.hash();
     try {
       CsvWriter w(std::move(*file), meta, existing);
       w.append(row);

@@ -58,6 +58,7 @@ struct CheckOptions {
   std::string variant = "external";
   std::string family = "gdn";   // gdn | attention
   Precision precision = Precision::tensor_core;
+  ToleranceProfile tolerances = ToleranceProfile::builtin();  // --tolerances
   std::string device = "external";
   int threads = 1;
 };

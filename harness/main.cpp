@@ -176,6 +176,7 @@ int run_main(const std::vector<std::string>& args) {
   opt.check_determinism = inv.check_determinism;
   opt.attention_ref = inv.attention_ref;
   opt.gdn_ref = inv.gdn_ref;
+  opt.tolerances = inv.tolerances;
 
   // --resume settles the seed (the CSV's, without --seed) and drops the cases already written.
   OutputFile out_file = claim_csv(inv.out_path);
@@ -193,6 +194,8 @@ int run_main(const std::vector<std::string>& args) {
   meta.command = inv.command;
   meta.suite = inv.suite_path;
   meta.seed = inv.seed;
+  meta.tolerances = inv.tolerances.name();
+  meta.tolerances_hash = inv.tolerances.hash();
 
   // --junit is claimed (checked and locked) before the first case, not refused after the last.
   std::optional<OutputFile> junit;
@@ -230,8 +233,9 @@ int run_main(const std::vector<std::string>& args) {
     fmt::print("ceilings: copy {:.0f} GB/s, bf16 GEMM {:.1f} TFLOP/s, fp32 GEMM {:.1f} TFLOP/s\n",
                opt.ceilings.copy_gbps, opt.ceilings.bf16_gemm_tflops, opt.ceilings.fp32_gemm_tflops);
   }
-  fmt::print("gdnbench {} | suite {} | seed {} | {} cases | {}\n", inv.command, inv.suite_path,
-             inv.seed, inv.cases.size(), gpu.available ? gpu.name : "no GPU (" + gpu.why_not + ")");
+  fmt::print("gdnbench {} | suite {} | seed {} | tolerances {} {} | {} cases | {}\n", inv.command, inv.suite_path,
+             inv.seed, meta.tolerances, meta.tolerances_hash, inv.cases.size(),
+             gpu.available ? gpu.name : "no GPU (" + gpu.why_not + ")");
   install_interrupt_handlers();
   const RunSummary summary = execute_cases(inv.cases, opt, [&](const ResultRow& row) { csv->append(row); });
   print_result_table(stdout, summary.rows);

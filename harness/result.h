@@ -21,6 +21,9 @@ struct RunMeta {
   std::string command;    // run | verify
   std::string suite;
   uint64_t seed = 0;
+  // The tolerance profile every row of the invocation is judged by: its name and hash
+  // (ToleranceProfile::name, ::hash).
+  std::string tolerances, tolerances_hash;
 };
 
 struct ResultRow {

@@ -145,7 +145,6 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   const CaseCost cost = case_cost(v, c.problem);
   row.flops = cost.flops;
   row.bytes = cost.bytes;
-  row.tol = tolerance_for(v.precision, c.problem.dtype);
 
   if (const std::optional<std::string> skip = skip_reason(v, c.problem, opt.gpu)) {
     row.status = Status::skipped;
@@ -196,9 +195,9 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.ref_rows = int64_t(attention_ref.rows.size());
     }
 
-    if (is_gdn && c.problem.dtype == DType::f32 && !gdn_ref.o_abs.empty())
-      row.tol.o_rel_l2 = fp32_cancellation_bound(row.tol.o_rel_l2, cancellation_kappa(gdn_ref));
-    row.tol.o_rel_l2 = rounding_floor_bound(row.tol.o_rel_l2, row.o.floor_rel_l2);
+    const bool cancellation_applies = is_gdn && c.problem.dtype == DType::f32 && !gdn_ref.o_abs.empty();
+    row.tol = opt.tolerances.bounds(v.precision, c.problem.dtype, row.o.floor_rel_l2,
+                                    cancellation_applies ? cancellation_kappa(gdn_ref) : NAN);
 
     std::vector<std::string> problems = output_problems(row, c.problem.dtype);
     if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong

@@ -29,6 +29,7 @@ struct RunOptions {
   // (gdn_sample_heads, at most gdn_sample_heads of them); automatic decides by the cost.
   RefMode gdn_ref = RefMode::automatic;
   int64_t gdn_sample_heads = kGdnSampleHeads;
+  ToleranceProfile tolerances = ToleranceProfile::builtin();  // the bounds every row is judged by
 };
 
 // The float64 attention answer of a problem, for every query row or for a sample of them.

@@ -1,5 +1,10 @@
 #include "harness/tolerance.h"
 
+#include <cstdint>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 const char* precision_name(Precision p) {
   switch (p) {
     case Precision::fp32_math: return "fp32_math";
@@ -8,6 +13,12 @@ const char* precision_name(Precision p) {
     case Precision::bf16_state: return "bf16_state";
   }
   return "?";
+}
+
+std::optional<Precision> parse_precision(const std::string& name) {
+  for (Precision p : kPrecisions)
+    if (name == precision_name(p)) return p;
+  return std::nullopt;
 }
 
 double fp32_cancellation_bound(double table_bound, double kappa) {
@@ -65,3 +76,85 @@ Tolerance tolerance_for(Precision precision, DType dtype) {
     if (e.precision == precision && e.dtype == dtype) return e.tol;
   return {0.0, 0.0, "no bound"};
 }
+
+namespace {
+
+size_t precision_index(Precision p) {
+  for (size_t i = 0; i < std::size(kPrecisions); ++i)
+    if (kPrecisions[i] == p) return i;
+  throw std::logic_error("precision outside kPrecisions");
+}
+
+size_t dtype_index(DType t) {
+  for (size_t i = 0; i < std::size(kDtypes); ++i)
+    if (kDtypes[i] == t) return i;
+  throw std::logic_error("dtype outside kDtypes");
+}
+
+// FNV-1a, 64 bits: a fingerprint of a profile's text, not a defence against a forger.
+uint64_t fnv1a64(const std::string& text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string bound_text(const Bound& b) {
+  return b.times_floor ? fmt::format("{}x_floor", b.value) : fmt::format("{}", b.value);  // shortest exact form
+}
+
+ToleranceProfile ToleranceProfile::builtin() {
+  ToleranceProfile profile;
+  profile.name_ = kBuiltinName;
+  for (Precision p : kPrecisions)
+    for (DType t : kDtypes) {
+      const Tolerance tol = tolerance_for(p, t);
+      Entry& e = profile.entry(p, t);
+      e.o = {tol.o_rel_l2, false};
+      e.ht = {tol.ht_rel_l2, false};
+      e.o_source = e.ht_source = tol.reason;
+    }
+  return profile;
+}
+
+const ToleranceProfile::Entry& ToleranceProfile::entry(Precision p, DType t) const {
+  return entries_[precision_index(p)][dtype_index(t)];
+}
+
+ToleranceProfile::Entry& ToleranceProfile::entry(Precision p, DType t) {
+  return entries_[precision_index(p)][dtype_index(t)];
+}
+
+void ToleranceProfile::set_o_bound(Precision p, DType t, Bound b, const std::string& source) {
+  entry(p, t).o = b;
+  entry(p, t).o_source = source;
+}
+
+void ToleranceProfile::set_ht_bound(Precision p, DType t, Bound b, const std::string& source) {
+  entry(p, t).ht = b;
+  entry(p, t).ht_source = source;
+}
+
+Tolerance ToleranceProfile::bounds(Precision p, DType t, double o_floor_rel_l2, double o_kappa) const {
+  const Entry& e = entry(p, t);
+  const double o = e.o.at(o_floor_rel_l2);
+  const std::string& source = e.o_source == e.ht_source ? e.o_source : e.o_source + "; hT: " + e.ht_source;
+  return {rounding_floor_bound(fp32_cancellation_bound(o, o_kappa), o_floor_rel_l2), e.ht.at(0.0), source};
+}
+
+std::string ToleranceProfile::canonical_text() const {
+  std::string text = fmt::format("# rules: o >= {}x_floor; GDN rows in fp32: o >= {} u kappa\n", kRoundingFloorFactor,
+                                 kFp32CancellationFactor);
+  for (Precision p : kPrecisions)
+    for (DType t : kDtypes) {
+      const Entry& e = entry(p, t);
+      text += fmt::format("{} {} o={} hT={}\n", precision_name(p), dtype_name(t), bound_text(e.o), bound_text(e.ht));
+    }
+  return text;
+}
+
+std::string ToleranceProfile::hash() const { return fmt::format("{:016x}", fnv1a64(canonical_text())); }

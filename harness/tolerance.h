@@ -1,6 +1,12 @@
-// The one table of pass bounds (rel_l2 against float64) and why each is what it is.
+// The one table of pass bounds (rel_l2 against float64) and why each is what it is, and the
+// tolerance profile that judges rows: that table, or a file's entries in place of some of it.
 // docs/TOLERANCES.md carries the same table with the measurements behind it.
 #pragma once
+#include <cmath>
+#include <iterator>
+#include <optional>
+#include <string>
+
 #include "kernels/common/dtype.h"
 
 // How a variant rounds, which decides what error it may have.
@@ -18,7 +24,7 @@ enum class Precision {
 struct Tolerance {
   double o_rel_l2;
   double ht_rel_l2;
-  const char* reason;
+  std::string reason;  // why the bound is what it is, or where a profile took it from
 };
 
 Tolerance tolerance_for(Precision precision, DType dtype);
@@ -41,3 +47,59 @@ double fp32_cancellation_bound(double table_bound, double kappa);
 constexpr double kRoundingFloorFactor = 1.5;
 double rounding_floor_bound(double table_bound, double floor_rel_l2);
 const char* precision_name(Precision p);
+std::optional<Precision> parse_precision(const std::string& name);  // precision_name's names only
+
+// Every precision class and every dtype, in the table's order.
+constexpr Precision kPrecisions[] = {Precision::fp32_math, Precision::tensor_core, Precision::tensor_core_frontend,
+                                     Precision::bf16_state};
+constexpr DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
+
+// One output's bound as a profile states it: a rel_l2, or a multiple of the row's own rounding floor
+// (o_floor_rel_l2). Only o has a floor worth the name: hT is compared in float32, whose floor (~6e-8)
+// says nothing of a kernel's bf16 intermediates, so a profile gives hT a rel_l2.
+struct Bound {
+  double value = 0.0;
+  bool times_floor = false;
+  double at(double floor_rel_l2) const { return times_floor ? value * floor_rel_l2 : value; }
+};
+std::string bound_text(const Bound& b);  // as a tolerance file writes it: "0.0025", "3x_floor"
+
+// The contract rows are judged by: per (precision, dtype) a bound on o and on hT, then the rules
+// every profile keeps (o at least fp32_cancellation_bound for GDN rows in float32, and at least
+// rounding_floor_bound). builtin() is tolerance_for's table; a tolerance file
+// (harness/io/tolerance_file.h) replaces some of its entries and names the result.
+class ToleranceProfile {
+ public:
+  static constexpr const char* kBuiltinName = "builtin";
+  static ToleranceProfile builtin();
+
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+  Bound o_bound(Precision p, DType t) const { return entry(p, t).o; }
+  Bound ht_bound(Precision p, DType t) const { return entry(p, t).ht; }
+  // `source` says where the bound comes from (a file and line); it becomes Tolerance::reason.
+  void set_o_bound(Precision p, DType t, Bound b, const std::string& source);
+  void set_ht_bound(Precision p, DType t, Bound b, const std::string& source);
+
+  // The bounds one row is judged by: o from its entry on the row's floor, then widened by the float32
+  // cancellation bound (o_kappa: cancellation_kappa of a GDN row in float32; NaN where that rule does
+  // not apply) and by the floor minimum; hT as its entry says.
+  Tolerance bounds(Precision p, DType t, double o_floor_rel_l2, double o_kappa = NAN) const;
+
+  // Every entry, one line per (precision, dtype) in the table's order, in the tolerance file format,
+  // after a comment line stating the rules: the whole contract, whatever file or build stated it.
+  std::string canonical_text() const;
+  // FNV-1a 64 of canonical_text(), 16 hex digits: the same for two profiles exactly when they judge
+  // alike (comments and the order of a file's lines do not count; a changed rule or bound does).
+  std::string hash() const;
+
+ private:
+  struct Entry {
+    Bound o, ht;
+    std::string o_source, ht_source;
+  };
+  const Entry& entry(Precision p, DType t) const;
+  Entry& entry(Precision p, DType t);
+  std::string name_;
+  Entry entries_[std::size(kPrecisions)][std::size(kDtypes)];
+};

@@ -49,13 +49,21 @@ def run_gdnbench(binary, args, ok=(0,)):
     return p
 
 
-def csv_header(binary, workdir):
-    """The column list of this gdnbench (its schema, whatever columns it has grown)."""
+# The cells every row of one gdnbench and tolerance profile shares (CsvOut fills them where a row has none).
+RUN_CELLS = ("schema_version", "tolerances", "tolerances_hash")
+
+
+def csv_header(binary, workdir, tolerances="builtin"):
+    """The column list of this gdnbench (its schema, whatever columns it has grown) and the RUN_CELLS of
+    its rows under `tolerances`, from a one-row verify."""
     path = os.path.join(workdir, "header.csv")
     run_gdnbench(binary, ["verify", "--variants", "cpu_recurrent", "--T", "1", "--H", "1", "--K", "8",
-                          "--V", "8", "--seed", "1", "--no-progress", "--out", path], ok=(0, 1))
+                          "--V", "8", "--seed", "1", "--no-progress", "--tolerances", tolerances, "--out", path],
+                 ok=(0, 1))
     with open(path, newline="") as f:
-        return next(csv.reader(f))
+        reader = csv.DictReader(f)
+        row = next(reader)
+        return reader.fieldnames, {c: row[c] for c in RUN_CELLS}
 
 
 def dump(binary, shape, seed, outdir):
@@ -79,13 +87,13 @@ def load_inputs(outdir, manifest):
     return {name: np.load(os.path.join(outdir, fname)) for name, fname in manifest["files"].items()}
 
 
-def check(binary, outdir, o_path, ht_path, variant, family, device, ref_o=None):
+def check(binary, outdir, o_path, ht_path, variant, family, device, ref_o=None, tolerances="builtin"):
     """gdnbench check's verdict as the row it appends (a dict of the CSV schema) and its exit code."""
     tmp = os.path.join(outdir, f"check_{variant.replace(':', '_')}.csv")
     if os.path.exists(tmp):
         os.remove(tmp)
     args = ["check", outdir, "--o", o_path, "--variant-name", variant, "--family", family,
-            "--device", device, "--csv", tmp]
+            "--device", device, "--tolerances", tolerances, "--csv", tmp]
     if ht_path:
         args += ["--ht", ht_path]
     if ref_o:
@@ -103,7 +111,7 @@ def family_of(variant):
 
 def skipped_row(manifest, variant, device, reason, status="SKIPPED"):
     """A row with the problem's columns and no measurement; CsvOut fills the other columns."""
-    return {"schema_version": "2", "device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
+    return {"device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
             "seed": str(manifest["seed"]), "variant": variant, "family": family_of(variant), "backend": "ext",
             "precision": "tensor_core", "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
             "H": manifest["H"], "HV": manifest["HV"], "K": manifest["K"], "V": manifest["V"],
@@ -166,17 +174,21 @@ def row_of(state, manifest, variant, device):
 class CsvOut:
     """Appends rows in the schema's column order; rewritten whole after each row (like CsvWriter)."""
 
-    def __init__(self, path, header):
-        self.path, self.header, self.rows = path, header, []
+    def __init__(self, path, header, run_cells):
+        self.path, self.header, self.run_cells, self.rows = path, header, run_cells, []
         if os.path.exists(path):
             with open(path, newline="") as f:
                 reader = csv.DictReader(f)
                 if reader.fieldnames != header:
                     fail(f"{path}: another header than this gdnbench writes; choose another --out")
                 self.rows = list(reader)
+        for n, r in enumerate(self.rows, 1):  # one CSV, one contract, as gdnbench --resume keeps it
+            if any(r[c] != run_cells[c] for c in RUN_CELLS):
+                fail(f"{path}: row {n} was judged by tolerances {r['tolerances']} {r['tolerances_hash']}, this run by "
+                     f"{run_cells['tolerances']} {run_cells['tolerances_hash']}; choose another --out")
 
     def append(self, row):
-        self.rows.append({c: row.get(c, "") for c in self.header})
+        self.rows.append({c: row.get(c) or self.run_cells.get(c, "") for c in self.header})
         tmp = self.path + ".tmp"
         with open(tmp, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=self.header, lineterminator="\n")

@@ -213,7 +213,8 @@ def measure(variant, args, state):
     np.save(o_path, o)
     if ht_path:
         np.save(ht_path, ht)
-    row, rc = check(args.gdnbench, d, o_path, ht_path, variant, family_of(variant), args.device, args.ref_o)
+    row, rc = check(args.gdnbench, d, o_path, ht_path, variant, family_of(variant), args.device, args.ref_o,
+                    args.tolerances)
     for p in (o_path, ht_path):
         if p and os.path.exists(p):
             os.remove(p)
@@ -305,7 +306,7 @@ def run_child(args, mode, d, device, extra=()):
            "--dump-dir", d, "--result", result, "--device", device, "--warmup", str(args.warmup),
            "--min-samples", str(args.min_samples), "--max-samples", str(args.max_samples),
            "--max-seconds", str(args.max_seconds), "--cv-target", str(args.cv_target),
-           *(["--graph"] if args.graph else []), *extra]
+           "--tolerances", args.tolerances, *(["--graph"] if args.graph else []), *extra]
     return run_isolated(cmd, result, args.variant_timeout)
 
 
@@ -360,11 +361,11 @@ def self_test(args):
     import csv
     binary = args.gdnbench
     with tempfile.TemporaryDirectory() as work:
-        header = csv_header(binary, work)
+        header, run_cells = csv_header(binary, work)
         shape = {"B": 2, "T": 19, "H": 2, "K": 8, "V": 8, "dtype": "bf16", "h0": "on"}
         d = os.path.join(work, "dump")
         manifest = dump(binary, shape, 5, d)
-        out = CsvOut(os.path.join(work, "ext.csv"), header)
+        out = CsvOut(os.path.join(work, "ext.csv"), header, run_cells)
         args.variant_timeout, args.max_samples = 6.0, 20  # the hang costs the timeout, so keep it short
         failed, crashed = run_shape(args, d, manifest, list(SELF_TEST_VARIANTS), "self-test", out)
         with open(out.path, newline="") as f:
@@ -381,7 +382,9 @@ def self_test(args):
         assert got["selftest:hang"] == ("SKIPPED", "crashed: no result after 6 s, killed"), got
         assert (failed, crashed) == (2, 3), (failed, crashed)
         assert "torch" not in sys.modules, "the parent must not import torch"
-        assert len(CsvOut(out.path, header).rows) == len(SELF_TEST_VARIANTS)  # reopens and keeps them
+        assert len(CsvOut(out.path, header, run_cells).rows) == len(SELF_TEST_VARIANTS)  # reopens and keeps them
+        assert all(r["tolerances"] == "builtin" and r["schema_version"] == run_cells["schema_version"]
+                   for r in rows.values()), "every row, SKIPPED ones too, names its profile"
         run_gdnbench(binary, ["report", out.path, "--out", os.path.join(work, "r.md")])
     print("ext_runner self-test: dump, child PASS/FAIL, unsupported, SIGSEGV, fault while timing, "
           "hang, CSV, report: ok")
@@ -423,6 +426,9 @@ def parse_args():
     p.add_argument("--cv-target", type=float, default=0.02)
     p.add_argument("--variant-timeout", type=float, default=300.0,
                    help="seconds one child (a variant on a shape, or a reference) may take before it is killed")
+    p.add_argument("--tolerances", default="builtin",
+                   help="the tolerance profile gdnbench check judges by (gdnbench check --help): builtin, a file "
+                        "or a name in tolerances/")
     p.add_argument("--self-test", action="store_true", help="test the non-GPU path (dump, check, CSV) and exit")
     # Internal: one measurement in a fresh process (see "Isolation" above).
     for name in ("--child", "--dump-dir", "--result", "--ref-o"):
@@ -456,8 +462,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         fail(f"device probe: {state['error']}; --self-test checks the rest here")
     device = state["device"]
-    header = csv_header(args.gdnbench, work)
-    out = CsvOut(args.out, header)
+    header, run_cells = csv_header(args.gdnbench, work, args.tolerances)
+    out = CsvOut(args.out, header, run_cells)
     failed = crashed = 0
     for B in int_list(args.B):
         for H in int_list(args.H):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes what gdnbench reads from outside (tests/fuzz/) with libFuzzer: the command line, suite
 # files, .npy files, the dump manifest, gdnbench CSVs (report/claims), the CSV that --resume
-# continues, and claims files. Configures a CPU-only clang build with ASan and UBSan in
-# build-fuzz/, builds the targets, runs each for a bounded time from its seed corpus
+# continues, claims files and tolerance files. Configures a CPU-only clang build with ASan and
+# UBSan in build-fuzz/, builds the targets, runs each for a bounded time from its seed corpus
 # (tests/fuzz/corpus_*), as many at once as there are cores (at most 2). Exits non-zero when a
 # target crashes, hangs or allocates past the limit (the reproducer is left in
 # build-fuzz/artifacts/); rerun one with: build-fuzz/fuzz_npy build-fuzz/artifacts/crash-...
@@ -22,6 +22,7 @@ targets=(
   "csv corpus_csv 8192"
   "resume corpus_resume 8192"
   "claims corpus_claims 8192"
+  "tolerances corpus_tolerances 4096"
 )
 names=()
 for t in "${targets[@]}"; do names+=("fuzz_${t%% *}"); done

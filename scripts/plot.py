@@ -53,8 +53,8 @@ def read_rows(paths):
                 if missing:
                     die(f"{path}: column '{missing[0]}' missing; not a gdnbench schema v1 CSV")
                 for n, r in enumerate(reader, start=2):
-                    if r["schema_version"] not in ("1", "2"):
-                        die(f"{path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1 and 2")
+                    if r["schema_version"] not in ("1", "2", "3"):
+                        die(f"{path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1 to 3")
                     rows.append(r)
         except OSError as e:
             die(f"cannot read '{path}': {e.strerror}")

@@ -3,7 +3,7 @@
 # tests skip without a GPU), the mutation check (the gate must fail every bug planted in the CPU
 # kernels), the correctness gate on whatever backend this machine has, then the fuzzers of every
 # reader of outside input (command line, suite files, .npy, dump manifests, CSVs, --resume, claims
-# files) for GDNBENCH_FUZZ_SECONDS each (default 20; scripts/fuzz.sh).
+# and tolerance files) for GDNBENCH_FUZZ_SECONDS each (default 20; scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh

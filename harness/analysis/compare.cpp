@@ -58,6 +58,13 @@ std::string joined(const std::set<std::string>& s) {
   return out;
 }
 
+// The tolerance profiles that judged a file's rows, "NAME HASH" each.
+std::string profiles(const CsvTable& t) {
+  if (t.column("tolerances_hash") < 0) return "not recorded (schema v1 or v2)";
+  const std::set<std::string> s = tolerance_profiles(t);
+  return s.empty() ? std::string("none (no rows)") : joined(s);
+}
+
 bool timed(const CsvTable& t, size_t i) {
   const double ms = t.number(i, "time_median_ms");
   return t.cell(i, "status") == "PASS" && std::isfinite(ms) && ms > 0;
@@ -177,13 +184,9 @@ bool is_regression(CompareVerdict v) {
 
 CompareResult compare_tables(const CsvTable& base, const CsvTable& fresh, const CompareOptions& opt) {
   if (!opt.allow_mismatch)
-    for (const char* column : {"suite", "device"}) {
-      const auto a = base.distinct(column), b = fresh.distinct(column);
-      if (a != b)
-        throw UsageError(
-            fmt::format("compare: {} is {} '{}', {} is '{}'; give --allow-mismatch to compare them anyway", base.path,
-                        column, joined(a), fresh.path, joined(b)));
-    }
+    if (const std::optional<SetupDifference> d = setup_difference(base, fresh))
+      throw UsageError(fmt::format("compare: {} is {} '{}', {} is '{}'; give --allow-mismatch to compare them anyway",
+                                   base.path, d->column, joined(d->a), fresh.path, joined(d->b)));
   const Cases ca = cases_of(base), cb = cases_of(fresh);
   CompareResult out;
   out.base_duplicates = ca.duplicates;
@@ -218,8 +221,9 @@ std::string compare_markdown(const CompareResult& r, const CsvTable& base, const
                              const CompareOptions& opt) {
   std::map<CompareVerdict, int> count;
   for (const CompareRow& row : r.rows) ++count[row.verdict];
-  std::string md = fmt::format("# gdnbench compare\n\nbase `{}` ({} rows), new `{}` ({} rows).\n\n", base.path,
-                               base.rows.size(), fresh.path, fresh.rows.size());
+  std::string md = fmt::format(
+      "# gdnbench compare\n\nbase `{}` ({} rows, tolerances {}), new `{}` ({} rows, tolerances {}).\n\n", base.path,
+      base.rows.size(), profiles(base), fresh.path, fresh.rows.size(), profiles(fresh));
   md += fmt::format(
       "Cases matched on ({}). Timed on both sides (PASS, same timer and L2 flush): with d = new - base "
       "median and noise = max(3 cv_base base, 3 cv_new new), SLOWER or FASTER when |d| > max({:g}% of "
@@ -266,7 +270,8 @@ std::string compare_usage_text() {
          "  Matches the rows of two gdnbench CSVs by case (variant, dtype, shape, options, plan) and gives\n"
          "  each a verdict: SLOWER / FASTER past max(threshold, the noise of both sides' CVs), INCONCLUSIVE\n"
          "  within the noise, NEW FAIL, FIXED, LOST (PASS, then SKIPPED), unmatched cases listed. Refuses\n"
-         "  files of different suites or devices unless --allow-mismatch. --threshold: a fraction (0.05)\n"
+         "  files of different suites, devices or tolerance profiles (the bounds that judged PASS and\n"
+         "  FAIL) unless --allow-mismatch. --threshold: a fraction (0.05)\n"
          "  or a percentage (5%). --out: write the markdown to a file (default: stdout).\n"
          "  Exit status: 0 no regression, 1 a regression (SLOWER, NEW FAIL or LOST), 2 usage error.\n";
 }

@@ -26,7 +26,7 @@ bool is_regression(CompareVerdict v);
 
 struct CompareOptions {
   double threshold = 0.05;      // fraction of base's median a change must pass to count
-  bool allow_mismatch = false;  // compare files of different suites or devices
+  bool allow_mismatch = false;  // compare files of different suites, devices or tolerance profiles
 };
 
 struct CompareRow {
@@ -43,7 +43,8 @@ struct CompareResult {
   int base_duplicates = 0, new_duplicates = 0;  // rows of a case after its first (the last one counts)
 };
 
-// Throws UsageError when the files are of different suites or devices and !opt.allow_mismatch.
+// Throws UsageError when the files differ in suite, device or tolerance profile (setup_difference)
+// and !opt.allow_mismatch.
 CompareResult compare_tables(const CsvTable& base, const CsvTable& fresh, const CompareOptions& opt);
 // Markdown: the rule, a summary line, then one table row per case (only_* and untimed ones last).
 std::string compare_markdown(const CompareResult& r, const CsvTable& base, const CsvTable& fresh,

@@ -150,13 +150,16 @@ void environment(std::string& md, const std::vector<CsvTable>& tables) {
   md += "| file | rows |\n| --- | --- |\n";
   for (const CsvTable& t : tables) md += fmt::format("| `{}` | {} |\n", t.path, t.rows.size());
   md += "\n| field | distinct values |\n| --- | --- |\n";
-  for (const char* col : {"device", "git_sha", "seed", "run_id", "command", "suite", "timer", "l2_flush"}) {
-    const bool timing_col = std::string(col) == "timer" || std::string(col) == "l2_flush";
+  for (const char* col : {"device", "git_sha", "seed", "run_id", "command", "suite", "tolerances", "tolerances_hash",
+                          "timer", "l2_flush"}) {
+    // Empty cells there: untimed rows, CPU rows' l2_flush, CSVs older than the column.
+    const bool may_be_empty = std::string(col) == "timer" || std::string(col) == "l2_flush" ||
+                            std::string(col) == "tolerances" || std::string(col) == "tolerances_hash";
     std::vector<std::string> seen;
     for (const CsvTable& t : tables)
       for (size_t i = 0; i < t.rows.size(); ++i) {
         const std::string& v = t.cell(i, col);
-        if (timing_col && v.empty()) continue;  // untimed rows, CPU rows' l2_flush, older CSVs
+        if (may_be_empty && v.empty()) continue;
         if (std::find(seen.begin(), seen.end(), v) == seen.end()) seen.push_back(v);
       }
     std::string cell;
@@ -186,7 +189,8 @@ void accuracy(std::string& md, const std::vector<Row>& rows) {
     take_max(a.floor, r.o_vs_floor);
     take_max(a.ht, r.ht_rel);
   }
-  md += "## Accuracy\n\nOver every row, timed or not. Bounds: `docs/TOLERANCES.md`; "
+  md += "## Accuracy\n\nOver every row, timed or not. Bounds: the tolerance profile of the Environment table "
+        "(`builtin`: `docs/TOLERANCES.md`); "
         "`o_err_vs_floor` is the error in units of the dtype's own rounding error. sampled ref: rows "
         "judged against a float64 reference of a sample of query rows or (b, hv) heads (large "
         "problems; every element still checked for being written and finite, docs/TOLERANCES.md).\n\n";
@@ -335,10 +339,9 @@ void regression(std::string& md, const std::vector<CsvTable>& tables,
   const Series a = timed_series(per_file[0], nullptr);
   for (size_t j = 1; j < tables.size(); ++j) {
     md += fmt::format("### `{}` (a) against `{}` (b)\n\n", tables[0].path, tables[j].path);
-    // Runs of other suites or devices are other experiments, not a baseline and its rerun.
-    if (tables[0].distinct("suite") != tables[j].distinct("suite") ||
-        tables[0].distinct("device") != tables[j].distinct("device")) {
-      md += "Not compared: another suite or device (`gdnbench compare --allow-mismatch` compares them).\n\n";
+    // Runs of other suites, devices or tolerance profiles are other experiments, not a baseline and its rerun.
+    if (const std::optional<SetupDifference> d = setup_difference(tables[0], tables[j])) {
+      md += fmt::format("Not compared: another {} (`gdnbench compare --allow-mismatch` compares them).\n\n", d->column);
       continue;
     }
     const Series b = timed_series(per_file[j], nullptr);

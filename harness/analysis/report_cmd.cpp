@@ -35,7 +35,7 @@ std::string join_args(const std::vector<std::string>& args) {
 std::string report_usage_text() {
   return "usage: gdnbench report A.csv [B.csv ...] [--out report.md] [--plots DIR] [--claims FILE]\n"
          "                       [--anchors FILE] [--note TEXT]\n"
-         "  Markdown from gdnbench CSVs (schema v1 or v2): environment, accuracy, timing against the floor,\n"
+         "  Markdown from gdnbench CSVs (schema v1 to v3): environment, accuracy, timing against the floor,\n"
          "  complexity fits, speedups and crossovers against attention, and a regression check of the\n"
          "  first CSV against each later one. --out: write to a file (default: stdout). --plots: embed\n"
          "  the PNG files of DIR (made first by scripts/plot.py), linked relative to the report.\n"

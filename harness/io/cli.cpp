@@ -16,6 +16,8 @@
 #include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include "harness/io/tolerance_file.h"
+
 namespace po = boost::program_options;
 
 namespace {
@@ -65,6 +67,9 @@ po::options_description option_description() {
       ("out", s("reports/latest.csv"), "CSV output path")
       ("resume", "keep the rows of an existing --out CSV and run only the cases it lacks "
                  "(without --seed, the seed of that CSV)")
+      ("tolerances", s("builtin"), "the pass bounds rows are judged by: builtin (docs/TOLERANCES.md), or a "
+                                   "tolerance file (a path, or a name in tolerances/) whose entries replace the "
+                                   "built-in ones; its name and hash are recorded in every row")
       ("junit", po::value<std::string>(), "also write the verdicts as JUnit XML to this path")
       ("json", po::value<std::string>(), "also write the rows and their environment (build, CUDA, GPU, CPU, load) as JSON to this path")
       ("threads", s("0"), "CPU backend threads; 0: all cores")
@@ -616,6 +621,7 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   const auto gdn_ref_mode = parse_ref_mode(gdn_ref);
   if (!gdn_ref_mode) throw UsageError(fmt::format("--gdn-ref: '{}' is not full, sampled or auto", gdn_ref));
   inv.gdn_ref = *gdn_ref_mode;
+  inv.tolerances = read_tolerance_profile(opt(base, "tolerances"));
   const int64_t warmup = parse_int("warmup", opt(base, "warmup"));
   if (warmup > kMaxValue) throw UsageError(fmt::format("--warmup: {} is too large", warmup));
   inv.timing.warmup = int(std::max<int64_t>(warmup, -1));  // negative: refused below

@@ -11,6 +11,7 @@
 #include "harness/reference_sample.h"
 #include "harness/problem.h"
 #include "harness/timing.h"
+#include "harness/tolerance.h"
 #include "harness/variant.h"
 
 struct Case {
@@ -37,6 +38,7 @@ struct Invocation {
   bool check_determinism = false;  // --determinism (auto: verify only): launch passing cases twice
   RefMode attention_ref = RefMode::automatic;  // --attention-ref
   RefMode gdn_ref = RefMode::automatic;        // --gdn-ref
+  ToleranceProfile tolerances = ToleranceProfile::builtin();  // --tolerances: the bounds rows are judged by
   TimingConfig timing;
   std::vector<Case> cases;
 };

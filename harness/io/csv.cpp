@@ -50,6 +50,8 @@ const std::vector<Column>& columns() {
       {"command", [](const M& m, const R&) { return m.command; }},
       {"suite", [](const M& m, const R&) { return m.suite; }},
       {"seed", [](const M& m, const R&) { return std::to_string(m.seed); }},
+      {"tolerances", [](const M& m, const R&) { return m.tolerances; }},
+      {"tolerances_hash", [](const M& m, const R&) { return m.tolerances_hash; }},
       {"variant", [](const M&, const R& r) { return r.variant; }},
       {"family", [](const M&, const R& r) { return r.family; }},
       {"backend", [](const M&, const R& r) { return r.backend; }},

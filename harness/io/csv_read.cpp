@@ -123,3 +123,28 @@ std::set<std::string> CsvTable::distinct(const std::string& name) const {
   for (size_t i = 0; i < rows.size(); ++i) out.insert(cell(i, name));
   return out;
 }
+
+std::set<std::string> tolerance_profiles(const CsvTable& t) {
+  std::set<std::string> s;
+  for (size_t i = 0; i < t.rows.size(); ++i) s.insert(t.cell(i, "tolerances") + " " + t.cell(i, "tolerances_hash"));
+  return s;
+}
+
+std::optional<SetupDifference> setup_difference(const CsvTable& a, const CsvTable& b) {
+  for (const char* column : {"suite", "device"}) {
+    SetupDifference d{column, a.distinct(column), b.distinct(column)};
+    if (d.a != d.b) return d;
+  }
+  if (a.column("tolerances_hash") < 0 || b.column("tolerances_hash") < 0) return std::nullopt;
+  SetupDifference d{"tolerances", tolerance_profiles(a), tolerance_profiles(b)};
+  if (d.a != d.b) return d;
+  return std::nullopt;
+}
+
+std::string first_row_of_another_profile(const CsvTable& t, const std::string& name, const std::string& hash) {
+  for (size_t i = 0; i < t.rows.size(); ++i)
+    if (t.cell(i, "tolerances") != name || t.cell(i, "tolerances_hash") != hash)
+      return fmt::format("row {} was judged by tolerances {} {}", i + 1, t.cell(i, "tolerances"),
+                         t.cell(i, "tolerances_hash"));
+  return "";
+}

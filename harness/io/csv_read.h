@@ -1,6 +1,7 @@
-// Reading gdnbench CSVs back (schema v1 and v2, reports/SCHEMA.md): an RFC 4180 parser and a table whose
+// Reading gdnbench CSVs back (schema v1 to v3, reports/SCHEMA.md): an RFC 4180 parser and a table whose
 // columns are looked up by header name, as the schema asks.
 #pragma once
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -23,6 +24,25 @@ struct CsvTable {
   // The distinct cells of column `name` ("" among them where rows leave it empty).
   std::set<std::string> distinct(const std::string& name) const;
 };
+
+// The tolerance profiles that judged the rows of `t`, "NAME HASH" each (" " for a row of a schema
+// before the columns).
+std::set<std::string> tolerance_profiles(const CsvTable& t);
+
+// Where two CSVs were not made alike: the first of suite, device and tolerance profile whose
+// distinct values differ between `a` and `b`, and those values (a profile as "NAME HASH", under the
+// column "tolerances"). The profile counts only where both files record it (schema v3 on; an older
+// file's profile is not known). What compare refuses and report does not compare.
+struct SetupDifference {
+  std::string column;
+  std::set<std::string> a, b;
+};
+std::optional<SetupDifference> setup_difference(const CsvTable& a, const CsvTable& b);
+
+// The first row of `t` judged by another tolerance profile than (name, hash), as "row N was judged
+// by tolerances NAME HASH"; empty when every row was judged by that one. What --resume and check
+// --csv refuse: one CSV, one contract.
+std::string first_row_of_another_profile(const CsvTable& t, const std::string& name, const std::string& hash);
 
 // Whether a row of this schema_version can be read (kCsvOldestReadableSchema .. kCsvSchemaVersion).
 bool csv_schema_readable(const std::string& version);

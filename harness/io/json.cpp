@@ -39,9 +39,10 @@ std::string json_value(const std::string& cell) {
 }
 
 namespace {
-// A seed is a uint64 (past a double's 53 bits) and a git sha may be all digits: always text.
+// A seed is a uint64 (past a double's 53 bits) and a git sha or a profile's hash may be all digits:
+// always text.
 std::string field_value(const std::string& name, const std::string& cell) {
-  return name == "seed" || name == "git_sha" ? json_string(cell) : json_value(cell);
+  return name == "seed" || name == "git_sha" || name == "tolerances_hash" ? json_string(cell) : json_value(cell);
 }
 }  // namespace
 
@@ -50,7 +51,8 @@ std::string results_json(const RunMeta& meta, const Environment& context, const 
                                 json_string(kJsonFormat), kCsvSchemaVersion);
   Environment all = {{"run_id", meta.run_id}, {"timestamp", meta.timestamp}, {"git_sha", meta.git_sha},
                      {"host", meta.host},     {"device", meta.device},       {"command", meta.command},
-                     {"suite", meta.suite},   {"seed", std::to_string(meta.seed)}};
+                     {"suite", meta.suite},   {"seed", std::to_string(meta.seed)},
+                     {"tolerances", meta.tolerances}, {"tolerances_hash", meta.tolerances_hash}};
   all.insert(all.end(), context.begin(), context.end());
   for (size_t i = 0; i < all.size(); ++i)
     out += fmt::format("    {}: {}{}\n", json_string(all[i].first),

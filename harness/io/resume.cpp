@@ -84,7 +84,7 @@ std::vector<std::vector<std::string>> records_at_this_header(std::vector<std::ve
   }
   for (const std::string& needed : key_columns())
     if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
-  for (const char* needed : {"schema_version", "status"})
+  for (const char* needed : {"schema_version", "status", "tolerances", "tolerances_hash"})
     if (std::find(header.begin(), header.end(), needed) == header.end()) throw refuse();
   records[0] = cols;
   std::string text = csv_line(cols);
@@ -137,6 +137,14 @@ ResumeState apply_resume_text(Invocation& inv, const std::string& contents, cons
     ++st.kept_rows;
     if (rec[status_col] == "FAIL") ++st.kept_failed;
   }
+
+  // One CSV, one contract: rows judged by other bounds would sit beside these as if alike.
+  const std::string other = first_row_of_another_profile(
+      CsvTable{path, records[0], {records.begin() + 1, records.end()}}, inv.tolerances.name(), inv.tolerances.hash());
+  if (!other.empty())
+    throw UsageError(fmt::format("--resume: '{}' {}, this run by {} {} (give the --tolerances of that run, or "
+                                 "write to a new --out)",
+                                 path, other, inv.tolerances.name(), inv.tolerances.hash()));
 
   if (!inv.seed_given && !seeds.empty()) {
     if (seeds.size() > 1)

@@ -20,8 +20,9 @@ struct ResumeState {
 // Reads inv.out_path (a missing or empty file: nothing to resume). Without --seed, the seed of
 // the CSV replaces the invocation's fresh one so the remaining cases see the same inputs. Then
 // removes from inv.cases those already present. Throws UsageError, naming the file, when the
-// header is neither this schema's nor an earlier one of its version, a row is malformed, or the CSV holds several seeds and no --seed
-// was given.
+// header is neither this schema's nor an earlier one of its version, a row is malformed, a row was
+// judged by another tolerance profile (name or hash) than inv.tolerances, or the CSV holds several
+// seeds and no --seed was given.
 ResumeState apply_resume(Invocation& inv);
 // The same on `contents`, the text of the CSV at `path` (what apply_resume reads through).
 ResumeState apply_resume_text(Invocation& inv, const std::string& contents, const std::string& path);

@@ -41,8 +41,11 @@ ResultRow row(int64_t T, double ms, double cv = 0.001, Status status = Status::p
 }
 
 std::string write(const testutil::TempDir& dir, const std::string& name, const std::vector<ResultRow>& rows,
-                  const std::string& suite = "suites/gate.ini") {
+                  const std::string& suite = "suites/gate.ini",
+                  const ToleranceProfile& tolerances = ToleranceProfile::builtin()) {
   RunMeta m;
+  m.tolerances = tolerances.name();
+  m.tolerances_hash = tolerances.hash();
   m.run_id = "r";
   m.timestamp = "2026-01-01T00:00:00Z";
   m.git_sha = "abc";
@@ -129,6 +132,41 @@ TEST_CASE("compare: files of different suites or devices are refused unless aske
   CompareOptions allow;
   allow.allow_mismatch = true;
   CHECK(only_verdict(compare_files(base, other_suite, allow)) == CompareVerdict::same);
+}
+
+TEST_CASE("compare: rows judged by different tolerance profiles are refused unless asked", "[compare][profile]") {
+  testutil::TempDir d;
+  ToleranceProfile loose = ToleranceProfile::builtin();
+  loose.set_o_bound(Precision::tensor_core, DType::bf16, {3.0, true}, "test");
+  loose.set_name("loose");
+  ToleranceProfile renamed = ToleranceProfile::builtin();
+  renamed.set_name("renamed");
+  const std::string base = write(d, "a.csv", {row(1024, 1.0)});
+  const std::string other = write(d, "b.csv", {row(1024, 1.0)}, "suites/gate.ini", loose);
+  CHECK_THROWS_WITH(compare_files(base, other),
+                    Catch::Contains("is tolerances 'builtin " + ToleranceProfile::builtin().hash() + "'") &&
+                        Catch::Contains("'loose " + loose.hash() + "'") && Catch::Contains("--allow-mismatch"));
+  // The same bounds under another name are refused too: a CSV's profile is its name and hash.
+  CHECK_THROWS_WITH(compare_files(base, write(d, "c.csv", {row(1024, 1.0)}, "suites/gate.ini", renamed)),
+                    Catch::Contains("'renamed " + ToleranceProfile::builtin().hash() + "'"));
+  CompareOptions allow;
+  allow.allow_mismatch = true;
+  CHECK(only_verdict(compare_files(base, other, allow)) == CompareVerdict::same);
+  // The markdown says which profile judged each side.
+  const std::vector<std::string> cols = {"variant", "status"};
+  const CsvTable a = read_gdnbench_csv(base, cols), b = read_gdnbench_csv(other, cols);
+  CHECK_THAT(compare_markdown(compare_tables(a, b, allow), a, b, allow),
+             Catch::Contains("tolerances builtin " + ToleranceProfile::builtin().hash()) &&
+                 Catch::Contains("tolerances loose " + loose.hash()));
+  // A file older than the columns (schema v2) says nothing of its profile: compared as it is.
+  CsvTable older = read_gdnbench_csv(other, cols);
+  for (const char* column : {"tolerances_hash", "tolerances"}) {
+    const size_t c = size_t(older.column(column));
+    older.header.erase(older.header.begin() + long(c));
+    for (auto& r : older.rows) r.erase(r.begin() + long(c));
+  }
+  CHECK(only_verdict(compare_tables(a, older, {})) == CompareVerdict::same);
+  CHECK_THAT(compare_markdown(compare_tables(a, older, {}), a, older, {}), Catch::Contains("not recorded"));
 }
 
 TEST_CASE("gdnbench compare: exit 0 without a regression, 1 with one, 2 on bad input", "[compare][cli]") {

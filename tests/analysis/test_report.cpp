@@ -27,6 +27,8 @@ RunMeta report_meta(uint64_t seed) {
   m.command = "run";
   m.suite = "suites/x, with comma.ini";
   m.seed = seed;
+  m.tolerances = "builtin";
+  m.tolerances_hash = "00ff00ff00ff00ff";
   return m;
 }
 
@@ -250,7 +252,18 @@ TEST_CASE("a report from synthetic CSVs has every section and the right numbers"
     REQUIRE(suite >= 0);
     for (auto& row : other.rows) row[size_t(suite)] = "suites/scaling.ini";
     const std::string md = build_report({a, other}, "r");
-    CHECK(contains(md, "Not compared: another suite or device"));
+    CHECK(contains(md, "Not compared: another suite ("));
+    CHECK_FALSE(contains(md, "SLOWER, 0 FASTER"));
+  }
+  SECTION("so is a CSV judged by another tolerance profile; the environment names each") {
+    CsvTable other = b;
+    const int hash = other.column("tolerances_hash");
+    REQUIRE(hash >= 0);
+    for (auto& row : other.rows) row[size_t(hash)] = "1234567890abcdef";
+    const std::string md = build_report({a, other}, "r");
+    CHECK(contains(md, "Not compared: another tolerances ("));
+    CHECK(contains(md, "| tolerances | `builtin` |"));
+    CHECK(contains(md, "| tolerances_hash | `00ff00ff00ff00ff`, `1234567890abcdef` |"));
     CHECK_FALSE(contains(md, "SLOWER, 0 FASTER"));
   }
   SECTION("run_report writes --out and embeds --plots relative to it") {
@@ -452,11 +465,12 @@ TEST_CASE("report refuses bad input with a usage error", "[report]") {
   }
   SECTION("wrong schema version") {
     const size_t eol = text.find('\n');
-    REQUIRE(text.compare(eol + 1, 2, "2,") == 0);
-    text.replace(eol + 1, 1, "3");
-    testutil::write_text(dir.file("v3.csv"), text);
-    CHECK_THROWS_WITH(run_report({dir.file("v3.csv")}), Catch::Contains("schema_version '3'"));
-    text.replace(eol + 1, 1, "1");  // v1 (before the plan column) is still read
+    const std::string version = std::to_string(kCsvSchemaVersion), later = std::to_string(kCsvSchemaVersion + 1);
+    REQUIRE(text.compare(eol + 1, version.size() + 1, version + ",") == 0);
+    text.replace(eol + 1, version.size(), later);
+    testutil::write_text(dir.file("later.csv"), text);
+    CHECK_THROWS_WITH(run_report({dir.file("later.csv")}), Catch::Contains("schema_version '" + later + "'"));
+    text.replace(eol + 1, later.size(), "1");  // v1 (before the plan column) is still read
     testutil::write_text(dir.file("v1.csv"), text);
     CHECK_NOTHROW(run_report({dir.file("v1.csv"), "--out", dir.file("v1.md")}));
   }

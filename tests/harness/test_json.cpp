@@ -30,12 +30,13 @@ TEST_CASE("verify --json: the context and every row, as the CSV has them", "[jso
   const std::string check = d.file("check.py");
   testutil::write_text(check, R"(import csv, json, sys
 doc = json.load(open(sys.argv[1]))
-assert doc["format"] == "gdnbench-results" and doc["schema_version"] == 2, doc.keys()
+assert doc["format"] == "gdnbench-results" and doc["schema_version"] == int(sys.argv[3]), doc.keys()
 ctx = doc["context"]
-for k in ("git_sha", "command", "suite", "seed", "cuda_compiled", "cuda_runtime_version", "gpu", "cpu",
-          "cpu_threads", "command_line", "load_average_start", "load_average_end"):
+for k in ("git_sha", "command", "suite", "seed", "tolerances", "tolerances_hash", "cuda_compiled",
+          "cuda_runtime_version", "gpu", "cpu", "cpu_threads", "command_line", "load_average_start", "load_average_end"):
     assert k in ctx, k
 assert ctx["seed"] == "5" and ctx["command"] == "verify" and "--json" in ctx["command_line"]
+assert ctx["tolerances"] == "builtin" and isinstance(ctx["tolerances_hash"], str) and len(ctx["tolerances_hash"]) == 16
 table = list(csv.DictReader(open(sys.argv[2])))
 assert len(doc["rows"]) == len(table) == 4, (len(doc["rows"]), len(table))
 for j, c in zip(doc["rows"], table):
@@ -44,9 +45,11 @@ for j, c in zip(doc["rows"], table):
     assert isinstance(j["T"], int) and j["T"] == int(c["T"])
     assert isinstance(j["o_rel_l2"], float) and abs(j["o_rel_l2"] - float(c["o_rel_l2"])) == 0
     assert j["time_median_ms"] is None and c["time_median_ms"] == ""
+    assert j["tolerances_hash"] == c["tolerances_hash"] == ctx["tolerances_hash"]
 print("ok")
 )");
-  const int rc = std::system(("/usr/bin/python3 '" + check + "' '" + json + "' '" + csv + "' > '" + d.file("py.out") +
+  const int rc = std::system(("/usr/bin/python3 '" + check + "' '" + json + "' '" + csv + "' " +
+                              std::to_string(kCsvSchemaVersion) + " > '" + d.file("py.out") +
                               "' 2>&1").c_str());
   INFO(testutil::read_text(d.file("py.out")));
   CHECK(rc == 0);

@@ -241,8 +241,9 @@ TEST_CASE("check --csv validates the CSV it appends to and leaves a bad one as i
   }
   SECTION("a row of another schema_version") {
     const size_t last = good.rfind('\n', good.size() - 2) + 1;
-    REQUIRE(good.compare(last, 2, "2,") == 0);
-    testutil::write_text(csv, good.substr(0, last) + "9" + good.substr(last + 1));
+    const std::string version = std::to_string(kCsvSchemaVersion);
+    REQUIRE(good.compare(last, version.size() + 1, version + ",") == 0);
+    testutil::write_text(csv, good.substr(0, last) + "9" + good.substr(last + version.size()));
   }
   SECTION("another program's CSV") {
     testutil::write_text(csv, "a,b,schema_version\n1,2,2\n");

@@ -108,6 +108,8 @@ TEST_CASE("apply_resume_text resumes as apply_resume does", "[resume][readers]")
   done.variant = inv.cases[0].variant->name;
   RunMeta meta;
   meta.seed = 5;
+  meta.tolerances = inv.tolerances.name();
+  meta.tolerances_hash = inv.tolerances.hash();
   const std::string text = csv_header_line() + csv_row_line(meta, done);
   testutil::write_text(dir.file("r.csv"), text);
   Invocation a = inv, b = inv;
