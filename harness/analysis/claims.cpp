@@ -455,17 +455,9 @@ std::vector<Claim> read_claims_file(const std::string& path) {
 }
 
 std::string resolve_claims_path(const std::string& name) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> candidates = {name};
-  if (name.find('/') == std::string::npos) {
-    candidates.push_back("claims/" + name + ".ini");
-#ifdef GDNBENCH_SOURCE_DIR
-    candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/claims/" + name + ".ini");
-#endif
-  }
-  for (const std::string& c : candidates)
-    if (fs::is_regular_file(c)) return c;
-  throw UsageError(fmt::format("--claims: no claims file '{}' (see claims/)", name));
+  const std::string path = find_named_file(name, "claims", ".ini");
+  if (path.empty()) throw UsageError(fmt::format("--claims: no claims file '{}' (see claims/)", name));
+  return path;
 }
 
 std::vector<ClaimResult> evaluate_claims(const std::vector<Claim>& claims, const std::vector<CsvTable>& tables) {

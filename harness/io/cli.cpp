@@ -409,17 +409,9 @@ std::vector<int64_t> parse_positive_list(const std::string& flag, const std::str
 }
 
 std::string resolve_suite_path(const std::string& name) {
-  namespace fs = std::filesystem;
-  std::vector<std::string> candidates = {name};
-  if (name.find('/') == std::string::npos) {
-    candidates.push_back("suites/" + name + ".ini");
-#ifdef GDNBENCH_SOURCE_DIR
-    candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/suites/" + name + ".ini");
-#endif
-  }
-  for (const std::string& c : candidates)
-    if (fs::is_regular_file(c)) return c;
-  throw UsageError(fmt::format("--suite: no suite file '{}' (see suites/ for the suites)", name));
+  const std::string path = find_named_file(name, "suites", ".ini");
+  if (path.empty()) throw UsageError(fmt::format("--suite: no suite file '{}' (see suites/ for the suites)", name));
+  return path;
 }
 
 std::string usage_text() {

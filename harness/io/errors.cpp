@@ -1,5 +1,8 @@
 #include "harness/io/errors.h"
 
+#include <filesystem>
+#include <system_error>
+
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::string cur;
@@ -27,4 +30,19 @@ bool take_flag_value(const std::vector<std::string>& args, size_t& i, const std:
     return true;
   }
   return false;
+}
+
+std::string find_named_file(const std::string& name, const std::string& folder, const std::string& ext) {
+  std::vector<std::string> candidates = {name};
+  if (name.find('/') == std::string::npos) {
+    candidates.push_back(folder + "/" + name + ext);
+#ifdef GDNBENCH_SOURCE_DIR
+    candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/" + folder + "/" + name + ext);
+#endif
+  }
+  for (const std::string& c : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(c, ec)) return c;
+  }
+  return "";
 }

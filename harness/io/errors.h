@@ -18,3 +18,7 @@ std::vector<std::string> split_list(const std::string& s);
 // Anything else: false. A flag without its value is a UsageError naming `command`.
 bool take_flag_value(const std::vector<std::string>& args, size_t& i, const std::string& flag, std::string& dst,
                      const std::string& command);
+
+// A file named on the command line: NAME itself if it is a file; else, for a bare name (no '/'),
+// FOLDER/NAME.EXT here, then in the source tree (suites, claims, tolerance profiles). "" if none.
+std::string find_named_file(const std::string& name, const std::string& folder, const std::string& ext);

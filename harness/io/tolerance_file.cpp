@@ -109,18 +109,9 @@ ToleranceProfile parse_tolerance_text(const std::string& text, const std::string
 }
 
 ToleranceProfile read_tolerance_profile(const std::string& name_or_path) {
-  namespace fs = std::filesystem;
   if (name_or_path == ToleranceProfile::kBuiltinName) return ToleranceProfile::builtin();
-  std::vector<std::string> candidates = {name_or_path};
-  if (name_or_path.find('/') == std::string::npos) {
-    candidates.push_back("tolerances/" + name_or_path + ".txt");
-#ifdef GDNBENCH_SOURCE_DIR
-    candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/tolerances/" + name_or_path + ".txt");
-#endif
-  }
-  for (const std::string& c : candidates) {
-    std::error_code ec;
-    if (!fs::is_regular_file(c, ec)) continue;
+  const std::string c = find_named_file(name_or_path, "tolerances", ".txt");
+  if (!c.empty()) {
     std::ifstream f(c, std::ios::binary);
     std::ostringstream text;
     text << f.rdbuf();
