@@ -192,7 +192,7 @@ __device__ __forceinline__ void store_final_cache(T* out, const T* x, const T* c
 // Shared-memory layouts (bytes), shared by the launchers and the kernels.
 __host__ __device__ constexpr int tile16_bytes(int rows, int cols) { return rows * (cols + 8) * 2; }
 __host__ __device__ constexpr int prepare_smem_bytes(int K, int V) {
-  return tile16_bytes(kC, K) + tile16_bytes(kC, V) + 2 * kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
+  return tile16_bytes(kC, K) + tile16_bytes(kC, V) + kC * kLdCC * 4 + 3 * 256 * 4 + 4 * kC * 4;
 }
 __host__ __device__ constexpr int output_kS0_bytes(int K) {
   return tile16_bytes(kC, K) > K * kLdBV * 4 ? tile16_bytes(kC, K) : K * kLdBV * 4;

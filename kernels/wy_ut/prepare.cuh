@@ -10,16 +10,17 @@
 //     front-end prologue (kFe), and the tests' reference (plain).
 //   gdn_wy_ut_prepare_pipelined_kernel: wy_ut's; grid (G, HV, B), block x taking chunks x, x + G,
 //     ...; the next chunk's tiles copied (cp.async) into space this chunk is done with: its k over
-//     A once Tm is built (K = 128, where the two tiles are the same 17 KiB; the regions then swap
-//     roles), its v over this v once U0 is stored (overlapping W), g and beta in registers; at
-//     K = 64 and 256 its k only after W.
-// Budget (128 threads): k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) + A,
-// Tm 64 x 68 x 4 B = 17 KiB each + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
-// = 104 KiB at K = V = 256, 72 KiB at 128 (3 blocks per SM), 56 KiB at 64 (4); the pipelined
-// kernel the same bytes in another order (k, A, v, Tm, scratch). Registers: 8 accumulator tiles
-// (32) + split Tm fragments (32); ptxas: 80 (per-chunk), 123 / 123 bf16 / fp16 (pipelined: the
-// chunk loop, the copy addresses, next g and beta; 4 blocks per SM, so shared memory still
-// decides); with fused_conv's prologue 128 / 124.
+//     the triangles once W's Tm fragments are in registers (K = 128, where the two tiles are the
+//     same 17 KiB; the regions then swap roles), its v over this v once U0 is stored (overlapping
+//     W), g and beta in registers; at K = 64 and 256 its k only after W.
+// A and Tm share one C x C float32 tile (the triangles): A is strictly lower and Tm lower, so A is
+// kept transposed above the diagonal (A_ij at (j, i)) and Tm written on and below it; A's diagonal
+// blocks are dead once Tm's are solved, so those are overwritten with Tm's zeros.
+// Budget (128 threads): k, v tiles 64 x (K+8) x 2 B + 64 x (V+8) x 2 B (34 KiB each at 256) +
+// triangles 64 x 68 x 4 B = 17 KiB + merge scratch 3 x 16 x 16 x 4 B = 3 KiB + 4 x 64 x 4 B
+// = 87 KiB at K = V = 256 (2 blocks per SM), 55 KiB at 128 (4), 39 KiB at 64 (registers: 4); the
+// pipelined kernel the same bytes in another order (k, triangles, v, scratch). Registers: 8
+// accumulator tiles (32) + split Tm fragments (32).
 // Included only by wy_ut/launch.cu: wy_ut and fused_conv are one translation unit, the kernels and
 // their launchers in one anonymous namespace.
 #pragma once
@@ -35,14 +36,13 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Stage 1: gamma, A, Tm, W, U0 for one (b, hv, chunk). Warp w owns rows [16w, 16w + 16).
 
-// The shared-memory tiles of stage 1 (both kernels; the pipelined kernel swaps k_s and A_s from one
+// The shared-memory tiles of stage 1 (both kernels; the pipelined kernel swaps k_s and tri_s from one
 // chunk to the next at K = 128).
 template <typename T>
 struct PrepareTiles {
   T* k_s;          // C x (K + 8): k rows, zero past the end
   T* v_s;          // C x (V + 8): v rows, zero past the end
-  float* A_s;      // C x kLdCC
-  float* X_s;      // C x kLdCC: Tm
+  float* tri_s;    // C x kLdCC: A transposed above the diagonal, Tm on and below it
   float* Y_s;      // raw g in [0, C) on entry, then the merge scratch (3 x 256)
   float* gamma_s;  // C
   float* beta_s;   // C: beta on entry (0 past the end, 1 without the delta term)
@@ -52,18 +52,18 @@ struct PrepareTiles {
 
 // Stage 1's arithmetic for one chunk, the same in both prepare kernels (so their outputs are the
 // same bits): from the tiles (visible to every thread) to gamma, A, Tm and the workspace's W and U0.
-// after_tm(): every thread, once A is dead (Tm built, the test hooks written); after_u0(): every
-// thread, after U0's products (its caller must sync before it overwrites the v tile).
-template <typename T, typename AfterTm, typename AfterU0>
+// after_u0(): every thread, after U0's products (its caller must sync before it overwrites the v
+// tile); after_tm_read(): every thread, once its warp holds W's Tm fragments (its caller must sync
+// before it overwrites the triangles).
+template <typename T, typename AfterU0, typename AfterTmRead>
 __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtWorkspace& ws,
-                                              const PrepareTiles<T>& tl, int64_t chunk, int L, AfterTm after_tm,
-                                              AfterU0 after_u0) {
+                                              const PrepareTiles<T>& tl, int64_t chunk, int L, AfterU0 after_u0,
+                                              AfterTmRead after_tm_read) {
   const int K = int(p.shape.K), V = int(p.shape.V), ldk = K + 8, ldv = V + 8;
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
   const T* k_s = tl.k_s;
   const T* v_s = tl.v_s;
-  float* A_s = tl.A_s;
-  float* X_s = tl.X_s;
+  float* tri_s = tl.tri_s;
   float* Y_s = tl.Y_s;
   float* gamma_s = tl.gamma_s;
   const float* beta_s = tl.beta_s;
@@ -81,7 +81,8 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
   }
   __syncthreads();
 
-  // A = strictly_lower(diag(beta) K K^T .* D). Row block w needs column blocks 0..w only.
+  // A = strictly_lower(diag(beta) K K^T .* D), A_ij stored at (j, i). Row block w needs column
+  // blocks 0..w only.
   {
     float acc[8][4] = {};
     if (p.use_delta) lower_block_product<T>(acc, k_s, k_s, ldk, K, warp);
@@ -91,29 +92,29 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
       for (int e = 0; e < 4; ++e) {
         const int i = 16 * warp + g + (e >> 1) * 8, j = 8 * nt + t + (e & 1);
         // Rows past the end have gamma 0, so exp(gamma_i - gamma_j) may overflow there: skip them.
-        A_s[i * kLdCC + j] = j < i && i < L ? beta_s[i] * acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
+        const float a = j < i && i < L ? beta_s[i] * acc[nt][e] * expf(gamma_s[i] - gamma_s[j]) : 0.0f;
+        if (ws.A) ws.A[chunk * kC * kC + i * kC + j] = a;  // test hook: the whole C x C
+        if (j < i) tri_s[j * kLdCC + i] = a;
       }
   }
   __syncthreads();
 
-  // Tm: the diagonal blocks, one column per lane (x_i = -sum_{m<i} A_im x_m below the diagonal).
-  for (int e = tid; e < kC * kC; e += kThreads) {
-    const int i = e / kC, j = e % kC;
-    if (j / 16 > i / 16) X_s[i * kLdCC + j] = 0.0f;
-  }
+  // Tm: the diagonal blocks, one column per lane (x_i = -sum_{m<i} A_im x_m below the diagonal);
+  // each warp's block of A is read by that warp only, so it is overwritten after a warp barrier.
   if ((tid & 31) < 16) {
     const int j = tid & 15, base = 16 * warp;
-    const float* Ab = A_s + base * kLdCC + base;
+    const float* Ab = tri_s + base * kLdCC + base;  // A_(base+i)(base+m) at Ab[m * kLdCC + i]
     float x[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
       float sum = 0.0f;
 #pragma unroll
-      for (int m = 0; m < i; ++m) sum += Ab[i * kLdCC + m] * x[m];
+      for (int m = 0; m < i; ++m) sum += Ab[m * kLdCC + i] * x[m];
       x[i] = i == j ? 1.0f : (i < j ? 0.0f : -sum);
     }
+    __syncwarp(0xffffu);
 #pragma unroll
-    for (int i = 0; i < 16; ++i) X_s[(base + i) * kLdCC + base + j] = x[i];
+    for (int i = 0; i < 16; ++i) tri_s[(base + i) * kLdCC + base + j] = x[i];
   }
   // Off-diagonal blocks by distance d from the diagonal: X_ij = -X_ii (sum_{j<=m<i} A_im X_mj).
   for (int d = 1; d < 4; ++d) {
@@ -121,31 +122,27 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
     const int blocks = 4 - d;
     for (int e = tid; e < blocks * 256; e += kThreads) {
       const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
-      const float* Ar = A_s + (16 * bi + r) * kLdCC;
+      const float* Ar = tri_s + 16 * bi + r;  // A_(16bi+r)m at Ar[m * kLdCC]
       float sum = 0.0f;
-      for (int m = 16 * bj; m < 16 * bi; ++m) sum += Ar[m] * X_s[m * kLdCC + 16 * bj + c];
+      for (int m = 16 * bj; m < 16 * bi; ++m) sum += Ar[m * kLdCC] * tri_s[m * kLdCC + 16 * bj + c];
       Y_s[e] = sum;
     }
     __syncthreads();
     for (int e = tid; e < blocks * 256; e += kThreads) {
       const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
-      const float* Xr = X_s + (16 * bi + r) * kLdCC + 16 * bi;
+      const float* Xr = tri_s + (16 * bi + r) * kLdCC + 16 * bi;
       float sum = 0.0f;
 #pragma unroll
       for (int m = 0; m < 16; ++m) sum += Xr[m] * Y_s[bj * 256 + m * 16 + c];
-      X_s[(16 * bi + r) * kLdCC + 16 * bj + c] = -sum;
+      tri_s[(16 * bi + r) * kLdCC + 16 * bj + c] = -sum;
     }
   }
   __syncthreads();
-  if (ws.A || ws.Tm) {  // test hooks: rows past the sequence end are zero, as in the reference
+  if (ws.Tm)  // test hook: rows past the sequence end are zero, as in the reference
     for (int e = tid; e < kC * kC; e += kThreads) {
       const int i = e / kC, j = e % kC;
-      if (ws.A) ws.A[chunk * kC * kC + e] = A_s[i * kLdCC + j];
-      if (ws.Tm) ws.Tm[chunk * kC * kC + e] = i < L ? X_s[i * kLdCC + j] : 0.0f;
+      ws.Tm[chunk * kC * kC + e] = i < L && j <= i ? tri_s[i * kLdCC + j] : 0.0f;
     }
-    __syncthreads();  // the hooks' reads of A are done
-  }
-  after_tm();
 
   // U0 = (Tm diag(cu)) V, then W = (Tm diag(cw)) K: Tm split (hi + lo), K and V exact. Row block w
   // of Tm is zero past column block w. U0 first, so the v tile is free before W runs.
@@ -157,7 +154,8 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
     uint32_t ahi[4][4], alo[4][4];
 #pragma unroll
     for (int ks = 0; ks < 4; ++ks)
-      if (ks <= warp) lda_split<T>(ahi[ks], alo[ks], X_s + 16 * warp * kLdCC + 16 * ks, kLdCC, cs + 16 * ks);
+      if (ks <= warp) lda_split<T>(ahi[ks], alo[ks], tri_s + 16 * warp * kLdCC + 16 * ks, kLdCC, cs + 16 * ks);
+    if (which == 0) after_tm_read();
     for (int c0 = 0; c0 < cols; c0 += 16) {
       float acc[2][4] = {};
 #pragma unroll
@@ -195,9 +193,8 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
   T* k_s = reinterpret_cast<T*>(smem);
   T* v_s = k_s + kC * ldk;
-  float* A_s = reinterpret_cast<float*>(v_s + kC * ldv);
-  float* X_s = A_s + kC * kLdCC;  // Tm
-  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
+  float* tri_s = reinterpret_cast<float*>(v_s + kC * ldv);  // A and Tm
+  float* Y_s = tri_s + kC * kLdCC;  // raw g, then the merge scratch
   float* gamma_s = Y_s + 3 * 256;
   float* beta_s = gamma_s + kC;
   float* cw_s = beta_s + kC;  // beta exp(gamma): column factors of W
@@ -245,20 +242,22 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
     }
   }
   __syncthreads();
-  prepare_chunk<T>(p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, chunk, L,
+  prepare_chunk<T>(p, ws, PrepareTiles<T>{k_s, v_s, tri_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, chunk, L,
                    [] {}, [] {});
 }
 
 // The pipelined kernel: every chunk n = blockIdx.x, blockIdx.x + gridDim.x, ... of one (b, hv), the next
 // chunk's tiles copied (cp.async) into the space this chunk has done with, while it computes. The
-// layout is the per-chunk kernel's bytes (so as many blocks per SM): region 0 (a k tile), region 1 (an A
-// tile), v, Tm, scratch. g and beta of the next chunk wait in registers (threads < C). Per chunk:
+// layout is the per-chunk kernel's bytes (so as many blocks per SM): region 0 (a k tile), region 1 (the
+// triangles), v, scratch. g and beta of the next chunk wait in registers (threads < C). Per chunk:
 //   wait, g and beta to shared memory, barrier, gamma, A, Tm;
-//   K = 128, where a k tile and A are both 17 KiB: the next k into A's region (A is dead), and
-//     the two regions swap roles (the next A goes where this k is, dead after W);
-//   U0, barrier, the next v into the v tile (overlaps W); W;
-//   K = 64, 256: barrier, the next k into the k tile (nothing left to overlap it: the k tile is
-//     smaller than A at 64, larger at 256, and a separate buffer would cost a block per SM).
+//   U0, barrier, the next v into the v tile (overlaps W);
+//   K = 128, where a k tile and the triangles are both 17 KiB: W's Tm fragments, barrier, the next
+//     k into the triangles' region (overlaps W's products), and the two regions swap roles (the next
+//     triangles go where this k is, dead after W); W;
+//   K = 64, 256: W, barrier, the next k into the k tile (nothing left to overlap it: the k tile is
+//     smaller than the triangles at 64, larger at 256, and a separate buffer would cost a block per
+//     SM).
 // The arithmetic is prepare_chunk's, as in the per-chunk kernel: gamma, W and U0 are its bits.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -266,13 +265,12 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
   extern __shared__ __align__(16) unsigned char smem[];
   const GdnShape s = p.shape;
   const int K = int(s.K), V = int(s.V), ldk = K + 8, ldv = V + 8;
-  static_assert(tile16_bytes(kC, 128) == kC * kLdCC * 4, "the k tile and A swap at K = 128");
+  static_assert(tile16_bytes(kC, 128) == kC * kLdCC * 4, "the k tile and the triangles swap at K = 128");
   const bool swap = K == 128;
   unsigned char* region0 = smem;
   unsigned char* region1 = smem + tile16_bytes(kC, K);
   T* v_s = reinterpret_cast<T*>(region1 + kC * kLdCC * 4);
-  float* X_s = reinterpret_cast<float*>(v_s + kC * ldv);  // Tm
-  float* Y_s = X_s + kC * kLdCC;  // raw g, then the merge scratch
+  float* Y_s = reinterpret_cast<float*>(v_s + kC * ldv);  // raw g, then the merge scratch
   float* gamma_s = Y_s + 3 * 256;
   float* beta_s = gamma_s + kC;
   float* cw_s = beta_s + kC;
@@ -316,7 +314,7 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
     const bool has_next = next < N;
     const bool odd = swap && (i & 1);
     T* k_s = reinterpret_cast<T*>(odd ? region1 : region0);
-    float* A_s = reinterpret_cast<float*>(odd ? region0 : region1);
+    float* tri_s = reinterpret_cast<float*>(odd ? region0 : region1);
     cp_async_wait<0>();
     if (tid < kC) {
       Y_s[tid] = g_next;
@@ -325,17 +323,18 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
     __syncthreads();  // chunk n's tiles are visible; every read of chunk n - stride's is done
     if (has_next) load_gates(next);
     prepare_chunk<T>(
-        p, ws, PrepareTiles<T>{k_s, v_s, A_s, X_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
-        [&] {
-          if (swap && has_next) {
-            issue_rows(A_s, ldk, p.k, s.H, h, K, next);
-            cp_async_commit();
-          }
-        },
+        p, ws, PrepareTiles<T>{k_s, v_s, tri_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
         [&] {
           if (has_next) {
             __syncthreads();  // every warp's U0 products (the v tile's reads) are done
             issue_rows(v_s, ldv, p.v, s.HV, hv, V, next);
+            cp_async_commit();
+          }
+        },
+        [&] {
+          if (swap && has_next) {
+            __syncthreads();  // every warp holds W's Tm fragments: the triangles are dead
+            issue_rows(tri_s, ldk, p.k, s.H, h, K, next);
             cp_async_commit();
           }
         });
