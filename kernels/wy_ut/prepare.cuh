@@ -117,24 +117,42 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
     for (int i = 0; i < 16; ++i) tri_s[(base + i) * kLdCC + base + j] = x[i];
   }
   // Off-diagonal blocks by distance d from the diagonal: X_ij = -X_ii (sum_{j<=m<i} A_im X_mj).
+  // A thread takes two adjacent columns of a row (float2 operands), so a warp's loads of A and of
+  // X each touch one shared-memory wavefront per m (4 rows x 8 column pairs); every element's sum
+  // runs over m in the same order as one column per thread would.
   for (int d = 1; d < 4; ++d) {
     __syncthreads();
     const int blocks = 4 - d;
-    for (int e = tid; e < blocks * 256; e += kThreads) {
-      const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
+    for (int e = tid; e < blocks * 128; e += kThreads) {
+      const int bj = e / 128, r = (e / 8) % 16, c = 2 * (e % 8), bi = bj + d;
       const float* Ar = tri_s + 16 * bi + r;  // A_(16bi+r)m at Ar[m * kLdCC]
-      float sum = 0.0f;
-      for (int m = 16 * bj; m < 16 * bi; ++m) sum += Ar[m * kLdCC] * tri_s[m * kLdCC + 16 * bj + c];
-      Y_s[e] = sum;
+      float2 sum = make_float2(0.0f, 0.0f);
+      for (int m = 16 * bj; m < 16 * bi; ++m) {
+        const float a = Ar[m * kLdCC];
+        const float2 x = *reinterpret_cast<const float2*>(tri_s + m * kLdCC + 16 * bj + c);
+        sum.x += a * x.x;
+        sum.y += a * x.y;
+      }
+      *reinterpret_cast<float2*>(Y_s + bj * 256 + r * 16 + c) = sum;
     }
     __syncthreads();
-    for (int e = tid; e < blocks * 256; e += kThreads) {
-      const int bj = e / 256, r = (e / 16) % 16, c = e % 16, bi = bj + d;
-      const float* Xr = tri_s + (16 * bi + r) * kLdCC + 16 * bi;
-      float sum = 0.0f;
+    for (int e = tid; e < blocks * 128; e += kThreads) {
+      const int bj = e / 128, r = (e / 8) % 16, c = 2 * (e % 8), bi = bj + d;
+      const float4* Xr = reinterpret_cast<const float4*>(tri_s + (16 * bi + r) * kLdCC + 16 * bi);
+      const float* Yc = Y_s + bj * 256 + c;
+      float2 sum = make_float2(0.0f, 0.0f);
 #pragma unroll
-      for (int m = 0; m < 16; ++m) sum += Xr[m] * Y_s[bj * 256 + m * 16 + c];
-      tri_s[(16 * bi + r) * kLdCC + 16 * bj + c] = -sum;
+      for (int m4 = 0; m4 < 4; ++m4) {
+        const float4 x4 = Xr[m4];
+        const float xs[4] = {x4.x, x4.y, x4.z, x4.w};
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const float2 y = *reinterpret_cast<const float2*>(Yc + (4 * m4 + u) * 16);
+          sum.x += xs[u] * y.x;
+          sum.y += xs[u] * y.y;
+        }
+      }
+      *reinterpret_cast<float2*>(tri_s + (16 * bi + r) * kLdCC + 16 * bj + c) = make_float2(-sum.x, -sum.y);
     }
   }
   __syncthreads();
