@@ -1,9 +1,10 @@
 #include "reference/gdn_reference.h"
 
+#include "reference/gdn_reference_internal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <thread>
 
 double gdn_default_scale(const GdnShape& shape) { return 1.0 / std::sqrt(double(shape.K)); }
 
@@ -18,50 +19,7 @@ bool reference_cancel_requested() {
   return flag && flag->load(std::memory_order_relaxed);
 }
 
-namespace {
-
-double resolve_scale(const GdnRefOptions& opt, int64_t K) {
-  return opt.scale != 0.0 ? opt.scale : 1.0 / std::sqrt(double(K));
-}
-
-// Row pointers for token t of sequence b; q/k head h serves value heads [h*group, (h+1)*group).
-struct HeadView {
-  const GdnShape& s;
-  const GdnRefInputs& in;
-  int64_t b, hv;
-  int64_t h() const { return hv / s.group(); }
-  const double* q(int64_t t) const { return in.q + ((b * s.T + t) * s.H + h()) * s.K; }
-  const double* k(int64_t t) const { return in.k + ((b * s.T + t) * s.H + h()) * s.K; }
-  const double* v(int64_t t) const { return in.v + ((b * s.T + t) * s.HV + hv) * s.V; }
-  double g(int64_t t) const { return in.g ? in.g[(b * s.T + t) * s.HV + hv] : 0.0; }
-  double beta(int64_t t) const { return in.beta[(b * s.T + t) * s.HV + hv]; }
-  int64_t o_offset(int64_t t) const { return ((b * s.T + t) * s.HV + hv) * s.V; }
-  int64_t state_offset() const { return (b * s.HV + hv) * s.K * s.V; }
-};
-
-// Runs head_fn(slot, b, hv) for every head, or for the flat heads b HV + hv of `subset` (slot: the
-// head's position there), on `threads` threads.
-template <typename Fn>
-void for_each_head(const GdnShape& s, const std::vector<int64_t>& subset, int threads, Fn&& head_fn) {
-  const int64_t heads = subset.empty() ? s.B * s.HV : int64_t(subset.size());
-  const int n = int(std::max<int64_t>(1, std::min<int64_t>(threads, heads)));
-  std::vector<std::thread> pool;
-  for (int w = 0; w < n; ++w)
-    pool.emplace_back([&, w] {
-      for (int64_t i = w; i < heads; i += n) {
-        const int64_t flat = subset.empty() ? i : subset[size_t(i)];
-        head_fn(i, flat / s.HV, flat % s.HV);
-      }
-    });
-  for (auto& t : pool) t.join();
-}
-
-void check_shape(const GdnShape& s) {
-  if (s.B < 1 || s.T < 1 || s.H < 1 || s.HV < 1 || s.K < 1 || s.V < 1 || s.HV % s.H != 0)
-    throw std::invalid_argument("gdn reference: sizes must be positive and HV a multiple of H");
-}
-
-}  // namespace
+using namespace gdn_ref_internal;
 
 GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
                                 const GdnRefOptions& opt) {
@@ -88,22 +46,7 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
       double* o_head = out.o.data() + o_head_offset;
       for (int64_t t = 0; t < s.T; ++t) {
         if (t % 64 == 0 && reference_cancel_requested()) return;  // thrown below, after the join
-        const double alpha = std::exp(hd.g(t));
-        for (double& x : S) x *= alpha;
-        const double* k = hd.k(t);
-        const double* v = hd.v(t);
-        if (opt.use_delta) {
-          const double beta = hd.beta(t);
-          for (int64_t j = 0; j < s.V; ++j) {
-            double kS = 0.0;
-            for (int64_t i = 0; i < s.K; ++i) kS += S[i * s.V + j] * k[i];
-            u[j] = beta * (v[j] - kS);
-          }
-        } else {
-          std::copy_n(v, s.V, u.begin());
-        }
-        for (int64_t i = 0; i < s.K; ++i)
-          for (int64_t j = 0; j < s.V; ++j) S[i * s.V + j] += k[i] * u[j];
+        recurrent_step(hd, t, opt.use_delta, S.data(), u.data());
         const double* q = hd.q(t);
         double* o = o_head + t * o_token_stride;
         for (int64_t j = 0; j < s.V; ++j) {
@@ -125,6 +68,88 @@ GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
   if (reference_cancel_requested()) throw ReferenceCancelled();
   return out;
 }
+
+namespace gdn_ref_internal {
+
+void compute_chunk_algebra(const HeadView& hd, int64_t t0, int64_t L, bool use_delta,
+                           const double* S, ChunkAlgebra& c) {
+  const int64_t C = c.C, K = c.K, V = c.V;
+  std::vector<double>& gamma = c.gamma;
+  std::vector<double>& beta = c.beta;
+  std::vector<double>& A = c.A;
+  std::vector<double>& Ti = c.T_inv;
+  std::vector<double>& W = c.W;
+  std::vector<double>& U0 = c.U0;
+  std::vector<double>& U = c.U;
+  std::fill(gamma.begin(), gamma.end(), 0.0);
+  std::fill(A.begin(), A.end(), 0.0);
+  std::fill(Ti.begin(), Ti.end(), 0.0);
+  std::fill(W.begin(), W.end(), 0.0);
+  std::fill(U0.begin(), U0.end(), 0.0);
+  double acc = 0.0;
+  for (int64_t i = 0; i < L; ++i) {
+    acc += hd.g(t0 + i);
+    gamma[i] = acc;
+    // Without the delta term the update is S += k v^T: beta is 1 and A vanishes.
+    beta[i] = use_delta ? hd.beta(t0 + i) : 1.0;
+  }
+  // A = strictly_lower(diag(beta) (K K^T) .* D), D_ij = exp(gamma_i - gamma_j).
+  if (use_delta) {
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t j = 0; j < i; ++j) {
+        double kk = 0.0;
+        for (int64_t r = 0; r < K; ++r) kk += hd.k(t0 + i)[r] * hd.k(t0 + j)[r];
+        A[i * C + j] = beta[i] * kk * std::exp(gamma[i] - gamma[j]);
+      }
+  }
+  // (I + A)^-1 by forward substitution: unit lower triangular.
+  for (int64_t i = 0; i < L; ++i) {
+    for (int64_t j = 0; j < i; ++j) {
+      double sum = 0.0;
+      for (int64_t m = j; m < i; ++m) sum += A[i * C + m] * Ti[m * C + j];
+      Ti[i * C + j] = -sum;
+    }
+    Ti[i * C + i] = 1.0;
+  }
+  // W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V.
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j <= i; ++j) {
+      const double t = Ti[i * C + j];
+      if (t == 0.0) continue;
+      const double wk = use_delta ? t * beta[j] * std::exp(gamma[j]) : 0.0;
+      const double* kj = hd.k(t0 + j);
+      const double* vj = hd.v(t0 + j);
+      for (int64_t r = 0; r < K; ++r) W[i * K + r] += wk * kj[r];
+      for (int64_t r = 0; r < V; ++r) U0[i * V + r] += t * beta[j] * vj[r];
+    }
+  // U = U0 - W S0.
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t x = 0; x < V; ++x) {
+      double ws = 0.0;
+      for (int64_t r = 0; r < K; ++r) ws += W[i * K + r] * S[r * V + x];
+      U[i * V + x] = U0[i * V + x] - ws;
+    }
+  for (int64_t i = L; i < C; ++i)
+    for (int64_t x = 0; x < V; ++x) U[i * V + x] = 0.0;
+}
+
+void chunk_next_state(const HeadView& hd, int64_t t0, int64_t L, const ChunkAlgebra& c,
+                      const double* S, double* S_next) {
+  const int64_t K = c.K, V = c.V;
+  const double g_last = c.gamma[L - 1];
+  const double decay_last = std::exp(g_last);
+  for (int64_t x = 0; x < K * V; ++x) S_next[x] = decay_last * S[x];
+  for (int64_t j = 0; j < L; ++j) {
+    const double d = std::exp(g_last - c.gamma[j]);
+    const double* kj = hd.k(t0 + j);
+    for (int64_t r = 0; r < K; ++r) {
+      const double kr = d * kj[r];
+      for (int64_t x = 0; x < V; ++x) S_next[r * V + x] += kr * c.U[j * V + x];
+    }
+  }
+}
+
+}  // namespace gdn_ref_internal
 
 GdnRefOutputs gdn_chunked_ref(const GdnShape& s, const GdnRefInputs& in, const GdnRefOptions& opt,
                               int64_t C, GdnChunkIntermediates* keep) {
@@ -148,8 +173,8 @@ GdnRefOutputs gdn_chunked_ref(const GdnShape& s, const GdnRefInputs& in, const G
     keep->U.assign(heads * C * V, 0.0);
     keep->chunk_states.assign(heads * K * V, 0.0);
   }
-  std::vector<double> S(K * V), gamma(C), beta(C), A(C * C), Ti(C * C), W(C * K), U0(C * V),
-      U(C * V), S_next(K * V);
+  ChunkAlgebra c(C, K, V);
+  std::vector<double> S(K * V), S_next(K * V);
   for (int64_t b = 0; b < s.B; ++b) {
     for (int64_t hv = 0; hv < s.HV; ++hv) {
       HeadView hd{s, in, b, hv};
@@ -157,96 +182,38 @@ GdnRefOutputs gdn_chunked_ref(const GdnShape& s, const GdnRefInputs& in, const G
       else std::fill(S.begin(), S.end(), 0.0);
       for (int64_t n = 0; n < N; ++n) {
         const int64_t t0 = n * C, L = std::min(C, s.T - t0);
-        std::fill(gamma.begin(), gamma.end(), 0.0);
-        std::fill(A.begin(), A.end(), 0.0);
-        std::fill(Ti.begin(), Ti.end(), 0.0);
-        std::fill(W.begin(), W.end(), 0.0);
-        std::fill(U0.begin(), U0.end(), 0.0);
-        double acc = 0.0;
-        for (int64_t i = 0; i < L; ++i) {
-          acc += hd.g(t0 + i);
-          gamma[i] = acc;
-          // Without the delta term the update is S += k v^T: beta is 1 and A vanishes.
-          beta[i] = opt.use_delta ? hd.beta(t0 + i) : 1.0;
-        }
-        // A = strictly_lower(diag(beta) (K K^T) .* D), D_ij = exp(gamma_i - gamma_j).
-        if (opt.use_delta) {
-          for (int64_t i = 0; i < L; ++i)
-            for (int64_t j = 0; j < i; ++j) {
-              double kk = 0.0;
-              for (int64_t c = 0; c < K; ++c) kk += hd.k(t0 + i)[c] * hd.k(t0 + j)[c];
-              A[i * C + j] = beta[i] * kk * std::exp(gamma[i] - gamma[j]);
-            }
-        }
-        // (I + A)^-1 by forward substitution: unit lower triangular.
-        for (int64_t i = 0; i < L; ++i) {
-          for (int64_t j = 0; j < i; ++j) {
-            double sum = 0.0;
-            for (int64_t m = j; m < i; ++m) sum += A[i * C + m] * Ti[m * C + j];
-            Ti[i * C + j] = -sum;
-          }
-          Ti[i * C + i] = 1.0;
-        }
-        // W = Tm diag(beta exp(gamma)) K;  U0 = Tm diag(beta) V.
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t j = 0; j <= i; ++j) {
-            const double t = Ti[i * C + j];
-            if (t == 0.0) continue;
-            const double wk = opt.use_delta ? t * beta[j] * std::exp(gamma[j]) : 0.0;
-            const double* kj = hd.k(t0 + j);
-            const double* vj = hd.v(t0 + j);
-            for (int64_t c = 0; c < K; ++c) W[i * K + c] += wk * kj[c];
-            for (int64_t c = 0; c < V; ++c) U0[i * V + c] += t * beta[j] * vj[c];
-          }
-        // U = U0 - W S0.
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t c = 0; c < V; ++c) {
-            double ws = 0.0;
-            for (int64_t r = 0; r < K; ++r) ws += W[i * K + r] * S[r * V + c];
-            U[i * V + c] = U0[i * V + c] - ws;
-          }
-        for (int64_t i = L; i < C; ++i)
-          for (int64_t c = 0; c < V; ++c) U[i * V + c] = 0.0;
+        compute_chunk_algebra(hd, t0, L, opt.use_delta, S.data(), c);
+        const std::vector<double>& gamma = c.gamma;
+        const std::vector<double>& U = c.U;
         // O = scale (diag(exp(gamma)) Q S0 + ((Q K^T) .* D .* causal) U).
         for (int64_t i = 0; i < L; ++i) {
           const double* qi = hd.q(t0 + i);
           double* o = out.o.data() + hd.o_offset(t0 + i);
           const double decay_i = std::exp(gamma[i]);
-          for (int64_t c = 0; c < V; ++c) {
+          for (int64_t x = 0; x < V; ++x) {
             double qs = 0.0;
-            for (int64_t r = 0; r < K; ++r) qs += qi[r] * S[r * V + c];
-            o[c] = decay_i * qs;
+            for (int64_t r = 0; r < K; ++r) qs += qi[r] * S[r * V + x];
+            o[x] = decay_i * qs;
           }
           for (int64_t j = 0; j <= i; ++j) {
             double qk = 0.0;
             for (int64_t r = 0; r < K; ++r) qk += qi[r] * hd.k(t0 + j)[r];
             const double w = qk * std::exp(gamma[i] - gamma[j]);
-            for (int64_t c = 0; c < V; ++c) o[c] += w * U[j * V + c];
+            for (int64_t x = 0; x < V; ++x) o[x] += w * U[j * V + x];
           }
-          for (int64_t c = 0; c < V; ++c) o[c] *= scale;
+          for (int64_t x = 0; x < V; ++x) o[x] *= scale;
         }
         if (keep) {
           const int64_t head = (b * s.HV + hv) * N + n;
           std::copy(gamma.begin(), gamma.end(), keep->gamma.begin() + head * C);
-          std::copy(A.begin(), A.end(), keep->A.begin() + head * C * C);
-          std::copy(Ti.begin(), Ti.end(), keep->T_inv.begin() + head * C * C);
-          std::copy(W.begin(), W.end(), keep->W.begin() + head * C * K);
-          std::copy(U0.begin(), U0.end(), keep->U0.begin() + head * C * V);
+          std::copy(c.A.begin(), c.A.end(), keep->A.begin() + head * C * C);
+          std::copy(c.T_inv.begin(), c.T_inv.end(), keep->T_inv.begin() + head * C * C);
+          std::copy(c.W.begin(), c.W.end(), keep->W.begin() + head * C * K);
+          std::copy(c.U0.begin(), c.U0.end(), keep->U0.begin() + head * C * V);
           std::copy(U.begin(), U.end(), keep->U.begin() + head * C * V);
           std::copy(S.begin(), S.end(), keep->chunk_states.begin() + head * K * V);
         }
-        // S_C = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U.
-        const double g_last = gamma[L - 1];
-        const double decay_last = std::exp(g_last);
-        for (int64_t x = 0; x < K * V; ++x) S_next[x] = decay_last * S[x];
-        for (int64_t j = 0; j < L; ++j) {
-          const double d = std::exp(g_last - gamma[j]);
-          const double* kj = hd.k(t0 + j);
-          for (int64_t r = 0; r < K; ++r) {
-            const double kr = d * kj[r];
-            for (int64_t c = 0; c < V; ++c) S_next[r * V + c] += kr * U[j * V + c];
-          }
-        }
+        chunk_next_state(hd, t0, L, c, S.data(), S_next.data());
         S.swap(S_next);
       }
       std::copy(S.begin(), S.end(), out.hT.begin() + hd.state_offset());
