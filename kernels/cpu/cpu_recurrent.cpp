@@ -1,7 +1,8 @@
 // cpu_recurrent: the step form of docs/DESIGN.md section 1 in float32, one (b, hv) head per task.
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
 // Rounds: float32 arithmetic throughout, o rounded to params.dtype, hT kept in float32.
-// Workspace per worker: the K x V state and a V-vector.
+// Workspace per worker: the K x V state and a V-vector. The step itself lives in
+// cpu_recurrent_step.h, shared with the backward.
 // GDN_MUTATE / GDN_MUTANT_ONLY: planted bugs of the mutation check (kernels/cpu/cpu_mutation.h); in
 // release builds they are the original expression and nothing.
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_mutation.h"
+#include "kernels/cpu/cpu_recurrent_step.h"
 
 size_t cpu_recurrent_workspace_floats(const GdnParams& p) {
   return size_t(p.shape.K * p.shape.V + p.shape.V);
@@ -18,41 +20,19 @@ CpuStatus run_cpu_recurrent(const GdnParams& p, float* workspace, int threads) {
   const GdnShape s = p.shape;
   const auto* q = static_cast<const float*>(p.q);
   const auto* k = static_cast<const float*>(p.k);
-  const auto* v = static_cast<const float*>(p.v);
   auto* o = static_cast<float*>(p.o);
   const size_t ws = cpu_recurrent_workspace_floats(p);
   cpu_parallel_for(s.B * s.HV, threads, [&](int64_t head, int worker) {
     const int64_t b = head / s.HV, hv = head % s.HV;
-    const int64_t h = GDN_MUTATE(gva_head_interleaved, hv / s.group(), hv % s.H);
+    const int64_t h = cpu_qk_head(s, hv);
     float* S = workspace + worker * ws;
     float* u = S + s.K * s.V;
-    if (p.h0) std::copy_n(p.h0 + head * s.K * s.V, s.K * s.V, S);
-    else std::fill_n(S, GDN_MUTATE(state_not_zeroed, s.K * s.V, 0), 0.0f);
-    GDN_MUTANT_ONLY(h0_transposed, mutant_h0_transposed(p, head, S));
+    cpu_initial_state(p, head, S);
     for (int64_t t = 0; t < s.T; ++t) {
       const int64_t gate_idx = (b * s.T + t) * s.HV + hv;
       const float* kt = k + ((b * s.T + t) * s.H + h) * s.K;
-      const float* vt = v + gate_idx * s.V;
       const float* qt = q + ((b * s.T + t) * s.H + h) * s.K;
-      if (GDN_MUTATE(decay_after_delta, p.g, nullptr)) {
-        const float g_t = p.g[GDN_MUTATE(g_ignores_batch, gate_idx, t * s.HV + hv)];
-        const float alpha = std::exp(GDN_MUTATE(gate_sign, g_t, -g_t));
-        for (int64_t x = 0; x < s.K * s.V; ++x) S[x] *= alpha;
-      }
-      if (p.use_delta) {
-        const float beta = GDN_MUTATE(no_beta, p.beta[gate_idx], 1.0f);
-        std::fill_n(u, s.V, 0.0f);
-        for (int64_t i = 0; i < s.K; ++i)
-          for (int64_t j = 0; j < s.V; ++j) u[j] += S[i * s.V + j] * kt[i];
-        for (int64_t j = 0; j < s.V; ++j) u[j] = beta * (vt[j] - u[j]);
-      } else {
-        std::copy_n(vt, s.V, u);
-      }
-      for (int64_t i = 0; i < s.K; ++i)
-        for (int64_t j = 0; j < s.V; ++j) S[i * s.V + j] += kt[i] * u[j];
-      GDN_MUTANT_ONLY(decay_after_delta,
-                      if (p.g) mutant_scale(S, s.K * s.V, std::exp(p.g[gate_idx])));
-      GDN_MUTANT_ONLY(state_in_dtype, mutant_round(S, s.K * s.V, p.dtype));
+      cpu_recurrent_step(p, b, t, hv, kt, S, u);
       float* ot = o + gate_idx * s.V;
       std::fill_n(ot, s.V, 0.0f);
       for (int64_t i = 0; i < s.K; ++i) {
