@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 
+#include "kernels/common/gdn_grad_params.h"
 #include "kernels/common/gdn_params.h"
 
 enum class CpuStatus { ok, unsupported };
@@ -13,6 +14,15 @@ size_t cpu_chunked_workspace_floats(const GdnParams& p);
 
 CpuStatus run_cpu_recurrent(const GdnParams& p, float* workspace, int threads);
 CpuStatus run_cpu_chunked(const GdnParams& p, float* workspace, int threads);
+
+// The backwards (docs/BACKWARD.md): every gradient of gp from the inputs of p and gp.dout (and
+// gp.dhT); p.o and p.hT are not read. Each recomputes the forward it needs (cpu_recurrent from
+// state checkpoints, cpu_chunked from the state entering each chunk). Workspace: the floats for
+// `threads` workers, what they share included.
+size_t cpu_recurrent_backward_workspace_floats(const GdnParams& p, int threads);
+size_t cpu_chunked_backward_workspace_floats(const GdnParams& p, int threads);
+CpuStatus run_cpu_recurrent_backward(const GdnParams& p, const GdnGradParams& gp, float* workspace, int threads);
+CpuStatus run_cpu_chunked_backward(const GdnParams& p, const GdnGradParams& gp, float* workspace, int threads);
 
 // Runs work(item, worker) for item in [0, items) on `threads` workers (static round robin).
 template <typename Fn>

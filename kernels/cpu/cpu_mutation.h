@@ -37,6 +37,17 @@ enum class CpuMutation {
                         // hold the previous chunk's k, U, gamma (an unzeroed tile)
   decay_ratio_underflow,  // e^(gi - gj) computed as e^gi / e^gj: 0/0 once e^gamma underflows
   A_rounded_bf16,       // A rounded to bf16 (a low-precision operand in the UT transform)
+  // The backward passes, both kernels.
+  bwd_decay_index,      // recurrent: dS carried back through token t by exp(g_{t-1}), not exp(g_t);
+                        // chunked: dS0 += exp(gamma_{L-2}) dS_C, the last row's decay left out
+  bwd_drop_dht,         // dS starts from zero: the dhT term of the loss dropped
+  bwd_dbeta_no_residual,  // dbeta = du . v, without the - S'^T k of the residual v - S'^T k
+                          // (chunked: dbeta without its W = Tm diag(beta E) K term)
+  bwd_dh0_not_propagated,  // dh0 = dL/dS after token 0 (chunked: after chunk 0), not carried
+                           // through its step
+  // The cpu_chunked backward only.
+  bwd_tail_cumsum_off_by_one,  // in a tail chunk (L < C) dg's reverse cumsum starts a row early:
+                               // the last row's dgamma reaches no row above it
 };
 
 // The selected mutation. The kernels read it from their worker threads, which each kernel call

@@ -1,0 +1,13 @@
+// dq and dk of the CPU backwards, kept per value head while the heads (b, hv) run on their own
+// threads (several value heads read one q/k head under GVA, so they cannot add into one row), then
+// summed over each group in head order: the result does not depend on the thread count.
+#pragma once
+#include <cstddef>
+
+#include "kernels/common/gdn_grad_params.h"
+#include "kernels/common/gdn_params.h"
+
+// Floats of the per-value-head dq and dk, [B, T, HV, K] each, at the front of a backward's workspace.
+size_t cpu_grad_heads_floats(const GdnParams& p);
+// dq[b, t, h] = sum over the value heads hv of h of dq_heads[b, t, hv], rounded to p.dtype; dk alike.
+void cpu_sum_grad_heads(const GdnParams& p, const GdnGradParams& gp, const float* dq_heads, const float* dk_heads);
