@@ -21,6 +21,20 @@ std::optional<Precision> parse_precision(const std::string& name) {
   return std::nullopt;
 }
 
+const char* grad_name(Grad g) {
+  switch (g) {
+    case Grad::dq: return "dq";
+    case Grad::dk: return "dk";
+    case Grad::dv: return "dv";
+    case Grad::dg: return "dg";
+    case Grad::dbeta: return "dbeta";
+    case Grad::dh0: return "dh0";
+  }
+  return "?";
+}
+
+DType grad_dtype(Grad g, DType problem_dtype) { return grad_has_dtype_floor(g) ? problem_dtype : DType::f32; }
+
 double fp32_cancellation_bound(double table_bound, double kappa) {
   const double u = 0x1p-24;
   const double by_terms = kFp32CancellationFactor * u * kappa;
@@ -41,13 +55,21 @@ Tolerance tolerance_for(Precision precision, DType dtype) {
   // Floors: rounding the exact o to bf16 costs rel_l2 1.4e-3..1.7e-3, to fp16 2.0e-4..2.4e-4
   // (o_floor_rel_l2 over the gate suite). float32 arithmetic measured <= 4.7e-7 for both CPU
   // variants over the gate suite, T up to 4096 (docs/TOLERANCES.md).
+  // Gradients (dq, dk, dv, dg, dbeta, dh0) of the float32 backwards, cpu_recurrent and cpu_chunked,
+  // worst of 43,920 rows (40 seeds, T 1..300, every feature; docs/TOLERANCES.md, "Gradients"):
+  // dq 5.3e-7, dk 5.6e-7, dv 7.6e-7, dg 1.6e-5 (4.0e-6 without strong decay), dbeta 2.4e-6,
+  // dh0 5.9e-7 in float32; dq, dk, dv at 1.00 floors in bf16 and fp16, which round them like o;
+  // dg, dbeta and dh0 stay float32 in every dtype. Bounds about 6x (dg, dq..dh0) to 8x (dbeta) above.
+  static constexpr std::array<double, kGradCount> kFp32Grads = {5e-6, 5e-6, 5e-6, 1e-4, 2e-5, 5e-6};
+  static constexpr std::array<double, kGradCount> kBf16Grads = {2.5e-3, 2.5e-3, 2.5e-3, 1e-4, 2e-5, 5e-6};
+  static constexpr std::array<double, kGradCount> kFp16Grads = {5e-4, 5e-4, 5e-4, 1e-4, 2e-5, 5e-6};
   static const Entry table[] = {
       {Precision::fp32_math, DType::f32,
-       {1e-5, 1e-5, "float32 math: measured <= 4.7e-7 (CPU, gate suite); margin for long T and other seeds"}},
+       {1e-5, 1e-5, "float32 math: measured <= 4.7e-7 (CPU, gate suite); margin for long T and other seeds", kFp32Grads}},
       {Precision::fp32_math, DType::bf16,
-       {2.5e-3, 1e-5, "o rounded to bf16 (floor up to 1.7e-3); state kept in float32"}},
+       {2.5e-3, 1e-5, "o rounded to bf16 (floor up to 1.7e-3); state kept in float32", kBf16Grads}},
       {Precision::fp32_math, DType::f16,
-       {5e-4, 1e-5, "o rounded to fp16 (floor up to 2.4e-4); state kept in float32"}},
+       {5e-4, 1e-5, "o rounded to fp16 (floor up to 2.4e-4); state kept in float32", kFp16Grads}},
       {Precision::tensor_core, DType::f32,
        {1e-5, 1e-5, "fp32 inputs take a float32-accurate path, never TF32"}},
       {Precision::tensor_core, DType::bf16,
@@ -117,6 +139,7 @@ ToleranceProfile ToleranceProfile::builtin() {
       e.o = {tol.o_rel_l2, false};
       e.ht = {tol.ht_rel_l2, false};
       e.o_source = e.ht_source = tol.reason;
+      for (Grad g : kGrads) e.grad[size_t(g)] = {tol.grad_rel_l2[size_t(g)], false};
     }
   return profile;
 }
@@ -139,6 +162,17 @@ void ToleranceProfile::set_ht_bound(Precision p, DType t, Bound b, const std::st
   entry(p, t).ht_source = source;
 }
 
+void ToleranceProfile::set_grad_bound(Precision p, DType t, Grad g, Bound b, const std::string& source) {
+  entry(p, t).grad[size_t(g)] = b;
+  entry(p, t).grad_source = source;
+}
+
+double ToleranceProfile::grad_bound_at(Precision p, DType t, Grad g, double floor_rel_l2) const {
+  const Bound& b = entry(p, t).grad[size_t(g)];
+  if (!(b.value > 0)) return 0.0;
+  return rounding_floor_bound(b.at(floor_rel_l2), floor_rel_l2);
+}
+
 Tolerance ToleranceProfile::bounds(Precision p, DType t, double o_floor_rel_l2, double o_kappa) const {
   const Entry& e = entry(p, t);
   const double o = e.o.at(o_floor_rel_l2);
@@ -147,12 +181,15 @@ Tolerance ToleranceProfile::bounds(Precision p, DType t, double o_floor_rel_l2, 
 }
 
 std::string ToleranceProfile::canonical_text() const {
-  std::string text = fmt::format("# rules: o >= {}x_floor; GDN rows in fp32: o >= {} u kappa\n", kRoundingFloorFactor,
+  std::string text = fmt::format("# rules: o and gradients >= {}x_floor; GDN rows in fp32: o >= {} u kappa\n", kRoundingFloorFactor,
                                  kFp32CancellationFactor);
   for (Precision p : kPrecisions)
     for (DType t : kDtypes) {
       const Entry& e = entry(p, t);
-      text += fmt::format("{} {} o={} hT={}\n", precision_name(p), dtype_name(t), bound_text(e.o), bound_text(e.ht));
+      text += fmt::format("{} {} o={} hT={}", precision_name(p), dtype_name(t), bound_text(e.o), bound_text(e.ht));
+      for (Grad g : kGrads)  // a gradient without a bound (no backward measured) is not written
+        if (e.grad[size_t(g)].value > 0) text += fmt::format(" {}={}", grad_name(g), bound_text(e.grad[size_t(g)]));
+      text += "\n";
     }
   return text;
 }

@@ -2,7 +2,9 @@
 // tolerance profile that judges rows: that table, or a file's entries in place of some of it.
 // docs/TOLERANCES.md carries the same table with the measurements behind it.
 #pragma once
+#include <array>
 #include <cmath>
+#include <cstddef>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -21,10 +23,25 @@ enum class Precision {
   bf16_state,
 };
 
+// The gradients of a backward pass (docs/BACKWARD.md), in the order of their CSV columns.
+enum class Grad { dq, dk, dv, dg, dbeta, dh0 };
+constexpr Grad kGrads[] = {Grad::dq, Grad::dk, Grad::dv, Grad::dg, Grad::dbeta, Grad::dh0};
+constexpr size_t kGradCount = std::size(kGrads);
+const char* grad_name(Grad g);
+// What a gradient is written and compared in: dq, dk, dv in the problem's dtype (as q, k, v), dg,
+// dbeta, dh0 in float32 (as g, beta and h0 are in every dtype).
+DType grad_dtype(Grad g, DType problem_dtype);
+// dq, dk, dv: their floor (the float64 gradient rounded to the dtype) is a bound worth the name, as
+// o's; the float32 ones are compared as hT is.
+inline bool grad_has_dtype_floor(Grad g) { return g == Grad::dq || g == Grad::dk || g == Grad::dv; }
+
 struct Tolerance {
   double o_rel_l2;
   double ht_rel_l2;
   std::string reason;  // why the bound is what it is, or where a profile took it from
+  // Backward passes: the bound on each gradient's rel_l2 (kGrads order); 0 where the table has none
+  // (a precision class no backward has been measured in: such a row fails).
+  std::array<double, kGradCount> grad_rel_l2 = {};
 };
 
 Tolerance tolerance_for(Precision precision, DType dtype);
@@ -80,6 +97,12 @@ class ToleranceProfile {
   // `source` says where the bound comes from (a file and line); it becomes Tolerance::reason.
   void set_o_bound(Precision p, DType t, Bound b, const std::string& source);
   void set_ht_bound(Precision p, DType t, Bound b, const std::string& source);
+  // A gradient's bound as stated (value 0: none); set_grad_bound as set_o_bound.
+  Bound grad_bound(Precision p, DType t, Grad g) const { return entry(p, t).grad[size_t(g)]; }
+  void set_grad_bound(Precision p, DType t, Grad g, Bound b, const std::string& source);
+  // The bound a backward row's gradient g is judged by: its entry on the gradient's own rounding
+  // floor, at least rounding_floor_bound of it; 0 where the profile has no bound.
+  double grad_bound_at(Precision p, DType t, Grad g, double floor_rel_l2) const;
 
   // The bounds one row is judged by: o from its entry on the row's floor, then widened by the float32
   // cancellation bound (o_kappa: cancellation_kappa of a GDN row in float32; NaN where that rule does
@@ -97,6 +120,8 @@ class ToleranceProfile {
   struct Entry {
     Bound o, ht;
     std::string o_source, ht_source;
+    Bound grad[kGradCount];
+    std::string grad_source;
   };
   const Entry& entry(Precision p, DType t) const;
   Entry& entry(Precision p, DType t);

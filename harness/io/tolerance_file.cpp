@@ -14,7 +14,21 @@
 
 namespace {
 
-constexpr const char* kLineForm = "PRECISION DTYPE o=BOUND hT=BOUND (either bound may be left out)";
+constexpr const char* kLineForm =
+    "PRECISION DTYPE o=BOUND hT=BOUND (either bound may be left out; gradients: dq= dk= dv= dg= dbeta= dh0=)";
+
+// A gradient's name (dq, ..., dh0), or nullopt.
+std::optional<Grad> parse_grad(const std::string& word) {
+  for (Grad g : kGrads)
+    if (word == grad_name(g)) return g;
+  return std::nullopt;
+}
+
+// Whether `output` may be a multiple of the floor: o, and the gradients compared in the row's dtype.
+bool floor_multiple_allowed(const std::string& output) {
+  const std::optional<Grad> g = parse_grad(output);
+  return output == "o" || (g && grad_has_dtype_floor(*g));
+}
 
 std::vector<std::string> words_of(const std::string& line) {
   std::vector<std::string> words;
@@ -48,9 +62,9 @@ Bound parse_bound(const std::string& output, const std::string& text, const Erro
   if (!x) throw error(fmt::format("{}={}: '{}' is not a number (a rel_l2 such as 4e-3, or a multiple of the floor such as 3x_floor)",
                            output, text, number));
   if (times_floor) {
-    if (output != "o")
-      throw error(fmt::format("{}={}: hT is compared in float32, whose rounding floor says nothing of a kernel; give hT a rel_l2",
-                       output, text));
+    if (!floor_multiple_allowed(output))
+      throw error(fmt::format("{}={}: {} is compared in float32, whose rounding floor says nothing of a kernel; give it a rel_l2",
+                       output, text, output));
     if (!(*x >= kRoundingFloorFactor))
       throw error(fmt::format("{}={}: below {}x_floor, the least bound of every row (it could never judge one)", output, text,
                        kRoundingFloorFactor));
@@ -92,14 +106,17 @@ ToleranceProfile parse_tolerance_text(const std::string& text, const std::string
       const size_t eq = words[i].find('=');
       if (eq == std::string::npos) throw error(fmt::format("'{}' is not o=BOUND or hT=BOUND; expected {}", words[i], kLineForm));
       const std::string output = words[i].substr(0, eq);
-      if (output != "o" && output != "hT") throw error(fmt::format("unknown output '{}' (use o or hT)", output));
+      const std::optional<Grad> grad = parse_grad(output);
+      if (output != "o" && output != "hT" && !grad)
+        throw error(fmt::format("unknown output '{}' (use o, hT, dq, dk, dv, dg, dbeta or dh0)", output));
       const Bound bound = parse_bound(output, words[i].substr(eq + 1), error);
       const auto [at, fresh] = seen.emplace(std::make_tuple(*precision, *dtype, output), line_no);
       if (!fresh)
         throw error(fmt::format("{} {} {} is given twice (lines {} and {})", words[0], words[1], output, at->second, line_no));
       const std::string source = fmt::format("{}:{}", path, line_no);
       if (output == "o") profile.set_o_bound(*precision, *dtype, bound, source);
-      else profile.set_ht_bound(*precision, *dtype, bound, source);
+      else if (output == "hT") profile.set_ht_bound(*precision, *dtype, bound, source);
+      else profile.set_grad_bound(*precision, *dtype, *grad, bound, source);
     }
   }
   if (seen.empty())

@@ -138,7 +138,7 @@ TEST_CASE("a malformed tolerance file is a UsageError naming the file and the li
       std::make_tuple("tensor_core bf16\n", 1, "expected PRECISION DTYPE"),
       std::make_tuple("# ok\nfast_math bf16 o=1e-3\n", 2, "unknown precision class 'fast_math'"),
       std::make_tuple("tensor_core bfloat16 o=1e-3\n", 1, "unknown dtype 'bfloat16'"),
-      std::make_tuple("tensor_core bf16 ht=1e-3\n", 1, "unknown output 'ht' (use o or hT)"),
+      std::make_tuple("tensor_core bf16 ht=1e-3\n", 1, "unknown output 'ht' (use o, hT, dq, dk, dv, dg, dbeta or dh0)"),
       std::make_tuple("tensor_core bf16 o 1e-3\n", 1, "'o' is not o=BOUND or hT=BOUND"),
       std::make_tuple("tensor_core bf16 o=-1e-3\n", 1, "must be positive"),
       std::make_tuple("tensor_core bf16 o=0\n", 1, "must be positive"),
@@ -150,7 +150,7 @@ TEST_CASE("a malformed tolerance file is a UsageError naming the file and the li
       std::make_tuple("tensor_core bf16 o=1.5\n", 1, "passes an output of zeros"),
       std::make_tuple("tensor_core bf16 o=1x_floor\n", 1, "below 1.5x_floor"),
       std::make_tuple("tensor_core bf16 o=nanx_floor\n", 1, "'nan' is not a number"),
-      std::make_tuple("tensor_core bf16 hT=3x_floor\n", 1, "give hT a rel_l2"),
+      std::make_tuple("tensor_core bf16 hT=3x_floor\n", 1, "give it a rel_l2"),
       std::make_tuple("tensor_core bf16 o=3x_floor\n\ntensor_core bf16 o=4e-3\n", 3, "given twice (lines 1 and 3)"),
       std::make_tuple("tensor_core bf16 hT=1e-3 hT=2e-3\n", 1, "given twice (lines 1 and 1)"));
   INFO(text);
