@@ -9,19 +9,27 @@ CaseCost case_cost(Family family, double (*min_bytes)(const Problem&), const Pro
 }
 
 // Chunked GDN per (token, value head) at C = 64 for every variant, so rates compare:
-// 6CK + 4CV + 6KV (docs/DESIGN.md section 4).
+// 6CK + 4CV + 6KV (docs/DESIGN.md section 4). The backward counts twice the forward, the usual
+// convention for a layer's backward (two products for each of the forward's), so the fwdbwd
+// pass counts three times.
 double gdn_flops(const Problem& p) {
   const GdnShape& s = p.shape;
   const double C = 64, K = double(s.K), V = double(s.V);
-  return double(s.B) * double(s.T) * double(s.HV) * (6 * C * K + 4 * C * V + 6 * K * V);
+  const double forward = double(s.B) * double(s.T) * double(s.HV) * (6 * C * K + 4 * C * V + 6 * K * V);
+  return forward * (p.pass == Pass::fwd ? 1 : p.pass == Pass::bwd ? 2 : 3);
 }
 
 double gdn_min_bytes(const Problem& p) {
   const GdnShape& s = p.shape;
   const double e = double(dtype_bytes(p.dtype));
-  double bytes = e * (2.0 * s.qk_elems() + 2.0 * s.v_elems());  // q, k, v in; o out
-  bytes += 4.0 * s.gate_elems() * ((p.use_gate ? 1 : 0) + (p.use_delta ? 1 : 0));
-  bytes += 4.0 * s.state_elems() * (p.use_h0 ? 2 : 1);  // hT out, h0 in
+  const double gates = double(s.gate_elems()) * ((p.use_gate ? 1 : 0) + (p.use_delta ? 1 : 0));
+  // The forward's inputs, read by every pass: q, k, v in the dtype, g, beta and h0 in float32.
+  double bytes = e * (2.0 * s.qk_elems() + s.v_elems()) + 4.0 * gates + (p.use_h0 ? 4.0 * s.state_elems() : 0.0);
+  if (pass_has_forward(p.pass)) bytes += e * s.v_elems() + 4.0 * s.state_elems();  // o, hT out
+  // The backward reads dO (and dhT) and writes a gradient of every input, each in its input's type.
+  if (pass_has_backward(p.pass))
+    bytes += e * s.v_elems() + (p.use_dht ? 4.0 * s.state_elems() : 0.0) +
+             e * (2.0 * s.qk_elems() + s.v_elems()) + 4.0 * gates + (p.use_h0 ? 4.0 * s.state_elems() : 0.0);
   return bytes;
 }
 

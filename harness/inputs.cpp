@@ -14,6 +14,8 @@ namespace {
 enum Stream : uint32_t { kQ = 1, kK, kV, kG, kGateMask, kBeta, kH0 };
 // Streams of the KV cache, apart from the enum above so that new input tensors can extend it.
 constexpr uint32_t kKCache = 64, kVCache = 65;
+// Streams of a backward pass's upstream gradients: new streams, so the forward inputs stay as they were.
+constexpr uint32_t kDout = 8, kDhT = 9;
 
 void l2_normalise_rows(std::vector<float>& x, int64_t row) {
   for (size_t r = 0; r < x.size(); r += row) {
@@ -79,6 +81,11 @@ HostInputs make_inputs(const Problem& p) {
     }
   }
   if (p.use_h0) in.h0 = draw_h0(p);
+  if (pass_has_backward(p.pass)) {
+    in.dout = normal_tensor(p.seed, kDout, s.v_elems());
+    for (float& x : in.dout) x = round_to(p.dtype, x);
+    if (p.use_dht) in.dhT = normal_tensor(p.seed, kDhT, s.state_elems());
+  }
   return in;
 }
 
@@ -123,6 +130,13 @@ GdnRefInputs RefInputsF64::view() const {
   return r;
 }
 
+GdnRefGradInputs RefInputsF64::grad_view() const {
+  GdnRefGradInputs r;
+  r.dout = dout.data();
+  r.dhT = dhT.empty() ? nullptr : dhT.data();
+  return r;
+}
+
 RefInputsF64 to_f64(const HostInputs& in) {
   auto up = [](const std::vector<float>& x) { return std::vector<double>(x.begin(), x.end()); };
   RefInputsF64 r;
@@ -132,6 +146,8 @@ RefInputsF64 to_f64(const HostInputs& in) {
   r.g = up(in.g);
   r.beta = up(in.beta);
   r.h0 = up(in.h0);
+  r.dout = up(in.dout);
+  r.dhT = up(in.dhT);
   r.k_cache = &in.k_cache;
   r.v_cache = &in.v_cache;
   r.fe = frontend_to_f64(in.fe);

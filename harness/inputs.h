@@ -8,6 +8,7 @@
 
 #include "harness/frontend_inputs.h"
 #include "harness/problem.h"
+#include "reference/gdn_backward_reference.h"
 #include "reference/gdn_reference.h"
 
 struct HostInputs {
@@ -24,6 +25,11 @@ struct HostInputs {
   // A front-end problem (Problem::frontend): the raw projections and front-end parameters; then
   // q, k, v, g and beta are empty (the kernel derives them) and h0 is drawn as always.
   FrontEndHost fe;
+  // A backward pass (Problem::pass): the upstream gradients of L = sum(dout .* o) + sum(dhT .* hT),
+  // dout [B, T, HV, V] as N(0, 1) rounded to the dtype of o, dhT [B, HV, K, V] as N(0, 1) in
+  // float32 (empty with use_dht off). Empty for the forward. Drawn from streams of their own, so a
+  // problem's forward inputs do not depend on its pass.
+  std::vector<float> dout, dhT;
 };
 
 HostInputs make_inputs(const Problem& p);
@@ -33,6 +39,7 @@ void add_kv_cache(const Problem& p, HostInputs& in);
 // Float64 copies of the inputs and the view the reference takes.
 struct RefInputsF64 {
   std::vector<double> q, k, v, g, beta, h0;
+  std::vector<double> dout, dhT;  // the upstream gradients of a backward pass (empty otherwise)
   // The KV cache stays float (exactly the values the kernels see; a double copy of a long cache
   // would not fit in host memory): these point at the HostInputs to_f64 was given, which must
   // outlive this object. Filled later by add_kv_cache on that HostInputs is fine.
@@ -40,6 +47,7 @@ struct RefInputsF64 {
   const std::vector<float>* v_cache = nullptr;
   FrontEndF64 fe;  // a front-end problem's inputs (empty otherwise)
   GdnRefInputs view() const;
+  GdnRefGradInputs grad_view() const;  // dout, and dhT where drawn
 };
 RefInputsF64 to_f64(const HostInputs& in);
 

@@ -24,6 +24,21 @@ const char* beta_dist_name(BetaDist d) {
   return "?";
 }
 
+const char* pass_name(Pass p) {
+  switch (p) {
+    case Pass::fwd: return "fwd";
+    case Pass::bwd: return "bwd";
+    case Pass::fwdbwd: return "fwdbwd";
+  }
+  return "?";
+}
+
+std::optional<Pass> parse_pass(const std::string& s) {
+  for (Pass p : {Pass::fwd, Pass::bwd, Pass::fwdbwd})
+    if (s == pass_name(p)) return p;
+  return std::nullopt;
+}
+
 std::optional<GateDist> parse_gate_dist(const std::string& s) {
   for (GateDist d : {GateDist::logsigmoid, GateDist::zero, GateDist::strong})
     if (s == gate_dist_name(d)) return d;
@@ -44,7 +59,8 @@ std::string Problem::input_key() const {
   return fmt::format("{}/{}/{}/{}/{}/{}/{}/g{}/d{}/h{}/{}/{}/{}/{}", shape.B, shape.T, shape.H,
                      shape.HV, shape.K, shape.V, dtype_name(dtype), use_gate, use_delta, use_h0,
                      gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed) +
-         fmt::format("/kn{}/h0s{}/ctx{}", k_norm, h0_scale, context) + (frontend ? "/fe" : "");
+         fmt::format("/kn{}/h0s{}/ctx{}", k_norm, h0_scale, context) + (frontend ? "/fe" : "") +
+         (pass_has_backward(pass) ? fmt::format("/grad/dht{}", use_dht) : "");
 }
 
 std::string Problem::distributions() const {

@@ -21,6 +21,15 @@ enum class BetaDist {
   one,      // beta = 1: full replacement of the recalled value
 };
 
+// Which pass of the layer a case runs: the forward (o, hT from the inputs), the backward (every
+// input's gradient from the inputs and a seeded upstream gradient dO, and dhT unless --dht off;
+// docs/BACKWARD.md), or the forward then the backward, timed as one region.
+enum class Pass { fwd, bwd, fwdbwd };
+const char* pass_name(Pass p);
+std::optional<Pass> parse_pass(const std::string& s);
+inline bool pass_has_forward(Pass p) { return p != Pass::bwd; }
+inline bool pass_has_backward(Pass p) { return p != Pass::fwd; }
+
 const char* gate_dist_name(GateDist d);
 const char* beta_dist_name(BetaDist d);
 std::optional<GateDist> parse_gate_dist(const std::string& s);
@@ -59,10 +68,15 @@ struct Problem {
   // --plan: the plan to force (harness/plans.h, kernels/plans/launch_plans.h); "auto": the variant's
   // own choice. Not part of the inputs: the same inputs and reference serve every plan.
   std::string plan = "auto";
+  Pass pass = Pass::fwd;
+  // Backward passes: the loss reads hT too (L = sum(dO .* o) + sum(dhT .* hT), dhT drawn from the
+  // seed); false: L = sum(dO .* o), dhT = 0. Moot for the forward.
+  bool use_dht = true;
 
   double resolved_scale() const;
-  // Inputs and reference depend on these fields only (not on chunk): problems with equal keys
-  // share one input set and one float64 reference.
+  // Inputs and reference depend on these fields only (not on chunk or plan): problems with equal
+  // keys share one input set and one float64 reference. A backward pass adds its upstream
+  // gradients (dO, dhT), drawn from streams of their own: its forward inputs are the forward's.
   std::string input_key() const;
   // One-line description of the input distributions, recorded in the CSV.
   std::string distributions() const;

@@ -10,6 +10,11 @@ const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda";
 
 namespace {
 // An entry of a variant that takes a front-end problem's raw projections (Problem::frontend).
+// An entry of a variant with a backward pass (VariantInfo::has_backward).
+VariantInfo with_backward(VariantInfo v) {
+  v.has_backward = true;
+  return v;
+}
 [[maybe_unused]] VariantInfo takes_frontend(VariantInfo v, double (*min_bytes)(const Problem&)) {
   v.frontend = true;
   v.min_bytes = min_bytes;
@@ -19,12 +24,12 @@ namespace {
 
 const std::vector<VariantInfo>& variant_registry() {
   static const std::vector<VariantInfo> table = {
-      {"cpu_recurrent", Family::gdn, Backend::cpu, Precision::fp32_math, false, 0,
-       "fp32 bf16 fp16 (emulated)", "any K, V", cpu_recurrent_unsupported, create_cpu_recurrent,
-       "step-by-step recurrence in float32, threads over (B, HV)"},
-      {"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true, 0,
-       "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
-       create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV)"},
+      with_backward({"cpu_recurrent", Family::gdn, Backend::cpu, Precision::fp32_math, false, 0,
+                     "fp32 bf16 fp16 (emulated)", "any K, V", cpu_recurrent_unsupported, create_cpu_recurrent,
+                     "step-by-step recurrence in float32, threads over (B, HV); backward through checkpoints"}),
+      with_backward({"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true, 0,
+                     "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
+                     create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV); chunked backward"}),
 #ifdef GDNBENCH_HAVE_CUDA
       {"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0, "fp32 bf16 fp16",
        "K, V <= 256", recurrent_unsupported, create_recurrent,

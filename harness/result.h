@@ -1,5 +1,6 @@
 // One CSV row per (problem, variant) and the run metadata shared by all rows of a run.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +39,10 @@ struct ResultRow {
   // Front-end problems: the final conv caches (q, k, v concatenated) against the reference's.
   // They are copies of dtype inputs, so anything but an exact match fails.
   TensorMetrics conv;
+  // Backward passes: each gradient (kGrads order) against the float64 reference gradient, in
+  // grad_dtype. Not present for the forward, and where the gradient does not exist (dg without a
+  // gate, dh0 without h0).
+  std::array<TensorMetrics, kGradCount> grad;
   Tolerance tol{0, 0, ""};
   std::optional<TimingStats> timing;
   double flops = 0;    // documented FLOP count (docs/DESIGN.md section 4)

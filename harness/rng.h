@@ -1,7 +1,7 @@
 // Seeded, counter-based random numbers: draw i of stream s is a pure function of (seed, s, i),
-// so a tensor's values never depend on thread count or order. Streams in use: 1-7 the GDN inputs
-// and 64-65 the KV cache (harness/inputs.cpp), 96-111 the front-end inputs
-// (harness/frontend_inputs.cpp), 99 the ceilings' GEMM data, 120 the front-end variants' shuffle.
+// so a tensor's values never depend on thread count or order. Streams in use: 1-7 the GDN inputs,
+// 8-9 the upstream gradients of a backward pass (dO, dhT) and 64-65 the KV cache
+// (harness/inputs.cpp), 96-111 the front-end inputs (harness/frontend_inputs.cpp), 99 the ceilings' GEMM data, 120 the front-end variants' shuffle.
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -39,9 +39,23 @@ std::vector<std::string> output_problems(const ResultRow& row, DType dtype) {
     if (!m.finite_ok()) problems.push_back(finite_problem(what, m, dt));
     else if (!(m.rel_l2 <= bound)) problems.push_back(fmt::format("{} rel_l2 {:.3g} > {:.3g}", what, m.rel_l2, bound));
   };
-  if (!row.o.present) problems.push_back("o: not compared");
-  judge("o", row.o, dtype, row.tol.o_rel_l2);
-  judge("hT", row.ht, DType::f32, row.tol.ht_rel_l2);
+  if (pass_has_forward(row.problem.pass)) {
+    if (!row.o.present) problems.push_back("o: not compared");
+    judge("o", row.o, dtype, row.tol.o_rel_l2);
+    judge("hT", row.ht, DType::f32, row.tol.ht_rel_l2);
+  }
+  if (pass_has_backward(row.problem.pass)) {
+    // dq, dk and dv exist in every problem: a backward PASS rests on them at least.
+    if (!row.grad[size_t(Grad::dq)].present) problems.push_back("gradients: not compared");
+    for (Grad g : kGrads) {
+      const double bound = row.tol.grad_rel_l2[size_t(g)];
+      if (row.grad[size_t(g)].present && !(bound > 0))
+        problems.push_back(fmt::format("{}: the tolerance profile has no bound for {} {}", grad_name(g),
+                                       row.precision, dtype_name(dtype)));
+      else
+        judge(grad_name(g), row.grad[size_t(g)], grad_dtype(g, dtype), bound);
+    }
+  }
   return problems;
 }
 
@@ -60,8 +74,10 @@ void check_determinism(const VariantInfo& v, VariantRun& run, const RunOutputs& 
   const RunOutputs second = run.read_outputs();
   int64_t differ = 0;
   size_t total = 0;
-  // o and hT, and the conv caches of front-end variants (empty elsewhere).
-  for (auto field : {&RunOutputs::o, &RunOutputs::hT, &RunOutputs::conv_cache}) {
+  // o and hT, the conv caches of front-end variants and the gradients of backward passes (each
+  // empty where it does not apply).
+  for (auto field : {&RunOutputs::o, &RunOutputs::hT, &RunOutputs::conv_cache, &RunOutputs::dq, &RunOutputs::dk,
+                     &RunOutputs::dv, &RunOutputs::dg, &RunOutputs::dbeta, &RunOutputs::dh0}) {
     differ += count_bit_differences(first.*field, second.*field);
     total += std::max((first.*field).size(), (second.*field).size());
   }
@@ -131,8 +147,48 @@ double cancellation_kappa(const GdnRefOutputs& ref) {
   return o2 > 0.0 ? std::sqrt(a2 / o2) : 0.0;
 }
 
+namespace {
+
+// A gradient of the variant against the reference's: absent from both (dg without a gate, dh0
+// without h0) it is not compared; returned where none exists, or missing where one does, it fails.
+TensorMetrics compare_gradient(Grad g, const std::vector<float>& got, const std::vector<double>& ref, DType dtype,
+                               std::vector<std::string>& problems) {
+  if (got.empty() && ref.empty()) return TensorMetrics{};
+  if (got.size() != ref.size()) {
+    problems.push_back(fmt::format("{}: {} elements returned, {} expected", grad_name(g), got.size(), ref.size()));
+    return TensorMetrics{};
+  }
+  return compare_to_reference(got, ref, grad_dtype(g, dtype));
+}
+
+const std::vector<float>& output_gradient(const RunOutputs& out, Grad g) {
+  switch (g) {
+    case Grad::dq: return out.dq;
+    case Grad::dk: return out.dk;
+    case Grad::dv: return out.dv;
+    case Grad::dg: return out.dg;
+    case Grad::dbeta: return out.dbeta;
+    case Grad::dh0: return out.dh0;
+  }
+  throw std::logic_error("gradient outside kGrads");
+}
+
+const std::vector<double>& reference_gradient(const GdnRefGradients& ref, Grad g) {
+  switch (g) {
+    case Grad::dq: return ref.dq;
+    case Grad::dk: return ref.dk;
+    case Grad::dv: return ref.dv;
+    case Grad::dg: return ref.dg;
+    case Grad::dbeta: return ref.dbeta;
+    case Grad::dh0: return ref.dh0;
+  }
+  throw std::logic_error("gradient outside kGrads");
+}
+
+}  // namespace
+
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
-                   const AttentionRef& attention_ref, const RunOptions& opt) {
+                   const AttentionRef& attention_ref, const RunOptions& opt, const GdnRefGradients& grad_ref) {
   const VariantInfo& v = *c.variant;
   ResultRow row;
   row.problem = c.problem;
@@ -177,8 +233,11 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     const GdnShape& s = c.problem.shape;
     row.ref_rows = s.T;
     row.ref_heads = s.B * s.HV;
+    const bool forward = pass_has_forward(c.problem.pass);
     // A sampled reference: its rows or heads only, but every element must still be written and finite.
-    if (is_gdn && !gdn_ref.heads.empty()) {
+    if (!forward) {
+      // A backward pass alone writes no o or hT: its gradients are compared below.
+    } else if (is_gdn && !gdn_ref.heads.empty()) {
       row.o = compare_to_reference(out.o, gdn_ref.o, c.problem.dtype,
                                    HeadSelection{s.B, s.T, s.HV, s.V, gdn_ref.heads});
       row.ht = compare_to_reference(out.hT, gdn_ref.hT, DType::f32,
@@ -199,7 +258,15 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     row.tol = opt.tolerances.bounds(v.precision, c.problem.dtype, row.o.floor_rel_l2,
                                     cancellation_applies ? cancellation_kappa(gdn_ref) : NAN);
 
-    std::vector<std::string> problems = output_problems(row, c.problem.dtype);
+    std::vector<std::string> problems;
+    if (pass_has_backward(c.problem.pass))  // the full gradient reference: never sampled
+      for (Grad g : kGrads) {
+        TensorMetrics& m = row.grad[size_t(g)];
+        m = compare_gradient(g, output_gradient(out, g), reference_gradient(grad_ref, g), c.problem.dtype, problems);
+        row.tol.grad_rel_l2[size_t(g)] =
+            opt.tolerances.grad_bound_at(v.precision, c.problem.dtype, g, m.present ? m.floor_rel_l2 : NAN);
+      }
+    for (std::string& p : output_problems(row, c.problem.dtype)) problems.push_back(std::move(p));
     if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong
       if (out.conv_cache.size() != gdn_ref.conv_cache.size()) {
         problems.push_back(fmt::format("conv cache: {} elements returned, {} expected", out.conv_cache.size(),
@@ -245,6 +312,14 @@ GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int th
   return gdn_recurrent_ref(p.shape, in.view(), ro);
 }
 
+GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads) {
+  GdnRefOptions ro;
+  ro.scale = p.resolved_scale();
+  ro.use_delta = p.use_delta;
+  ro.threads = threads;
+  return gdn_recurrent_backward_ref(p.shape, in.view(), in.grad_view(), ro);
+}
+
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
   const GdnShape& s = p.shape;
   if (p.context > 0) {
@@ -286,10 +361,15 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   }
   const HostInputs& inputs = needs_cache ? with_cache : given;
   const RefInputsF64 ref_in = to_f64(inputs);
+  const bool runnable = !skip_reason(*c.variant, c.problem, opt.gpu);
   const GdnRefOutputs gdn_ref =
-      is_gdn ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
-                                 gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads))
-             : GdnRefOutputs{};
+      is_gdn && pass_has_forward(c.problem.pass)
+          ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
+                              gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads))
+          : GdnRefOutputs{};
+  const GdnRefGradients grad_ref = is_gdn && runnable && pass_has_backward(c.problem.pass)
+                                       ? gdn_gradients_for(c.problem, ref_in, opt.cpu_threads)
+                                       : GdnRefGradients{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
   const AttentionRef attn_ref =
       is_gdn || !have_cache
@@ -297,7 +377,7 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
           : attention_reference_rows_for(c.problem, ref_in,
                                          attention_ref_rows(c.problem, opt.attention_ref, opt.attention_sample_rows),
                                          opt.cpu_threads);
-  return run_case(c, inputs, gdn_ref, attn_ref, opt);
+  return run_case(c, inputs, gdn_ref, attn_ref, opt, grad_ref);
 }
 
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
@@ -308,8 +388,9 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   HostInputs inputs;
   RefInputsF64 ref_in;
   GdnRefOutputs gdn_ref;
+  GdnRefGradients grad_ref;
   AttentionRef attn_ref;
-  bool have_gdn_ref = false, have_attn_ref = false;
+  bool have_gdn_ref = false, have_grad_ref = false, have_attn_ref = false;
 
   for (size_t i = 0; i < cases.size() && !summary.interrupted; ++i) {
     if (interrupt_requested()) {
@@ -329,6 +410,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         inputs = HostInputs{};
         ref_in = RefInputsF64{};
         gdn_ref = GdnRefOutputs{};
+        grad_ref = GdnRefGradients{};
         attn_ref = AttentionRef{};
         try {
           inputs = make_inputs(c.problem);
@@ -336,9 +418,15 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         } catch (const std::bad_alloc&) {  // say which problem and how many bytes, in one line
           throw std::runtime_error(inputs_out_of_memory(c.problem, true));
         }
-        have_gdn_ref = have_attn_ref = false;
+        have_gdn_ref = have_grad_ref = have_attn_ref = false;
       }
-      if (runnable && c.variant->family == Family::gdn && !have_gdn_ref) {
+      // Each reference only where a case needs it: a backward pass alone compares no o.
+      const bool is_gdn = c.variant->family == Family::gdn;
+      if (runnable && is_gdn && pass_has_backward(c.problem.pass) && !have_grad_ref) {
+        grad_ref = gdn_gradients_for(c.problem, ref_in, opt.cpu_threads);
+        have_grad_ref = true;
+      }
+      if (runnable && is_gdn && pass_has_forward(c.problem.pass) && !have_gdn_ref) {
         gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
                                     gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
         have_gdn_ref = true;
@@ -350,7 +438,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
             opt.cpu_threads);
         have_attn_ref = true;
       }
-      ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt);
+      ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt, grad_ref);
       if (interrupt_requested()) {
         summary.interrupted = true;
         break;

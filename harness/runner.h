@@ -61,9 +61,12 @@ struct Interrupted : std::runtime_error {
 RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
                          const std::function<void(const ResultRow&)>& on_row);
 
-// Verifies (and optionally times) one variant on one problem against a given reference.
+// Verifies (and optionally times) one variant on one problem against a given reference: o and hT
+// against gdn_ref (or attention_ref) where the pass has the forward, the gradients against grad_ref
+// (gdn_gradients_for) where it has the backward.
 ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs& gdn_ref,
-                   const AttentionRef& attention_ref, const RunOptions& opt);
+                   const AttentionRef& attention_ref, const RunOptions& opt,
+                   const GdnRefGradients& grad_ref = GdnRefGradients{});
 
 // ||o_abs|| / ||o|| of a GDN reference with o_abs (over the heads it holds, when sampled): how
 // much the terms of the outputs' dot products cancel (fp32_cancellation_bound); 0 where o is all
@@ -76,6 +79,9 @@ double cancellation_kappa(const GdnRefOutputs& ref);
 // empty: every head.
 GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,
                                 const std::vector<int64_t>& heads = {});
+// The float64 gradients of a backward pass (gdn_recurrent_backward_ref) from the inputs and the
+// upstream gradients in `in`: always every head (the backward reference takes no sample).
+GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads);
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
 // The attention answer for the query rows `rows` only (empty: every row, attention_reference_for).
 AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,
@@ -86,7 +92,7 @@ AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& 
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
 
 std::string cpu_model_name();
-// What keeps o (dtype) and hT (float32) of a judged row from passing against row.tol: too little
-// compared (coverage_problem), an unwritten or non-finite element, rel_l2 past the bound. The one
-// judgement of `verify` and `check`.
+// What keeps o (dtype) and hT (float32) of a judged row, or the gradients of a backward pass (in
+// grad_dtype), from passing against row.tol: too little compared (coverage_problem), an unwritten or
+// non-finite element, rel_l2 past the bound. The one judgement of `verify` and `check`.
 std::vector<std::string> output_problems(const ResultRow& row, DType dtype);

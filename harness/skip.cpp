@@ -5,6 +5,9 @@
 #include "harness/frontend_inputs.h"
 
 std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, const GpuInfo& gpu) {
+  // First: on any machine, a variant without a backward cannot run one.
+  if (pass_has_backward(p.pass) && !v.has_backward)
+    return fmt::format("no backward pass (--pass {}: {} runs the forward only)", pass_name(p.pass), v.name);
   if (v.backend == Backend::cuda && !gpu.available) return fmt::format("no CUDA device: {}", gpu.why_not);
   // A front-end problem (raw projections) suits only the variants that take them, and the other
   // way round.

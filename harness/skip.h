@@ -9,7 +9,8 @@
 #include "harness/problem.h"
 #include "harness/variant.h"
 
-// Why variant v cannot run problem p on this machine (`gpu`: query_gpu()), or nullopt: a CUDA
+// Why variant v cannot run problem p on this machine (`gpu`: query_gpu()), or nullopt: a backward
+// pass for a variant without one (VariantInfo::has_backward), a CUDA
 // variant without a CUDA device, a front-end problem for a variant that takes q, k, v, g, beta (or
 // the other way round), attention on a configuration other than the plain GDN one, the variant's
 // own limits (VariantInfo::unsupported). A forced plan that cannot run p is decided later, by the

@@ -23,6 +23,10 @@ struct RunOutputs {
   // Front-end variants: the final q, k, v conv caches concatenated ([B, H*K, 3], [B, H*K, 3],
   // [B, HV*V, 3]); empty otherwise.
   std::vector<float> conv_cache = {};
+  // Backward passes: the gradients of every input (kernels/common/gdn_grad_params.h) as float;
+  // dq, dk [B, T, H, K], dv [B, T, HV, V], dg and dbeta [B, T, HV], dh0 [B, HV, K, V]. dg is
+  // empty without a gate, dh0 without h0; all of them empty for the forward.
+  std::vector<float> dq = {}, dk = {}, dv = {}, dg = {}, dbeta = {}, dh0 = {};
 };
 
 // One prepared execution of a variant on one problem: owns its buffers (host or device).
@@ -66,6 +70,9 @@ struct VariantInfo {
   // Minimum bytes when they differ from the family's count (a front-end problem, a bf16 state);
   // nullptr: gdn_min_bytes / attention_min_bytes.
   double (*min_bytes)(const Problem&) = nullptr;
+  // Runs the backward (--pass bwd, fwdbwd) as well as the forward; without one a backward case is
+  // SKIPPED ("no backward pass"). With a default, as above: forward only.
+  bool has_backward = false;
 };
 
 const std::vector<VariantInfo>& variant_registry();

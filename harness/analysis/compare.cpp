@@ -14,8 +14,8 @@
 
 namespace {
 
-// The columns that make a case. The plan is part of it: a run that chose another kernel is another
-// case, listed as unmatched rather than passed off as the same one.
+// The columns that make a case, with the pass (case_key). The plan is part of it: a run that chose
+// another kernel is another case, listed as unmatched rather than passed off as the same one.
 const char* const kCaseColumns[] = {"variant", "dtype",      "B",     "T",         "context",   "H",
                                     "HV",      "K",          "V",     "chunk",     "gate",      "delta",
                                     "h0",      "frontend",   "scale", "gate_dist", "beta_dist", "distributions",
@@ -29,6 +29,9 @@ std::string case_key(const CsvTable& t, size_t i) {
     if (!key.empty()) key += ' ';
     key += std::string(c) == "variant" ? v : fmt::format("{}={}", c, v);
   }
+  // The pass: a forward row of a schema before the column and one of today are the same case.
+  key += " pass=" + row_pass(t, i);
+  if (const std::string& dht = t.cell(i, "dht"); !dht.empty()) key += " dht=" + dht;
   return key;
 }
 
@@ -234,7 +237,7 @@ std::string compare_markdown(const CompareResult& r, const CsvTable& base, const
       [] {
         std::string s;
         for (const char* c : kCaseColumns) s += (s.empty() ? "" : ", ") + std::string(c);
-        return s;
+        return s + ", pass (fwd for a file before the column), dht";
       }(),
       opt.threshold * 100.0, r.base_duplicates, r.new_duplicates);
   std::string summary;

@@ -72,7 +72,9 @@ std::vector<Row> load_rows(const std::vector<CsvTable>& tables, size_t file) {
     };
     Row r;
     r.file = file;
-    r.key.variant = t.cell(i, "variant");
+    // A backward row is a series of its own: "cpu_chunked (bwd)" beside the forward's "cpu_chunked".
+    const std::string pass = row_pass(t, i);
+    r.key.variant = t.cell(i, "variant") + (pass == "fwd" ? "" : " (" + pass + ")");
     r.key.shape = {t.cell(i, "dtype"), integer("B"), integer("H"), integer("HV"), integer("K"), integer("V")};
     r.key.chunk = integer("chunk");
     r.key.gate = t.cell(i, "gate");

@@ -33,7 +33,7 @@ std::string decode_section(const std::vector<CsvTable>& tables) {
     if (t.column("context") < 0) continue;
     for (size_t i = 0; i < t.rows.size(); ++i) {
       const double ctx = t.number(i, "context");
-      if (!(ctx > 0) || t.cell(i, "status") != "PASS") continue;
+      if (!(ctx > 0) || t.cell(i, "status") != "PASS" || row_pass(t, i) != "fwd") continue;
       const DecodeShape s{t.cell(i, "dtype"), t.cell(i, "B"), t.cell(i, "T"), t.cell(i, "H"), t.cell(i, "HV"),
                           t.cell(i, "K"), t.cell(i, "V"), t.cell(i, "h0")};
       auto& variants = by_shape[s];

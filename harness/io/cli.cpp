@@ -58,6 +58,11 @@ po::options_description option_description() {
       ("h0", s("off"), "on, off (initial state)")
       ("frontend", s("off"), "on, off (on: raw projections and front-end parameters; the variant runs the "
                              "conv, SiLU, L2 norm and gates; gate off and other gate/beta distributions are dropped)")
+      ("pass", s("fwd"), "fwd, bwd, fwdbwd: the forward; the backward (every input's gradient from the inputs and "
+                         "a seeded dO, against the float64 backward); or both, timed as one region. A variant "
+                         "without a backward gives SKIPPED rows for bwd and fwdbwd")
+      ("dht", s("on"), "on, off: backward passes also draw dhT, so the loss reads hT (off: dL/dhT = 0); moot "
+                       "for fwd")
       ("gate-dist", s("logsigmoid"), "logsigmoid, zero, strong")
       ("beta-dist", s("sigmoid"), "sigmoid, zero, one")
       ("scale", s("0"), "softmax/readout scale; 0: K^-1/2")
@@ -282,7 +287,8 @@ std::vector<int64_t> parse_nonnegative_list(const std::string& flag, const std::
 // Expands one fully-merged option set into cases.
 void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed,
                  std::vector<Case>& cases) {
-  for (const char* list : {"variants", "dtypes", "gate", "delta", "h0", "frontend", "gate-dist", "beta-dist", "plan"})
+  for (const char* list : {"variants", "dtypes", "gate", "delta", "h0", "frontend", "gate-dist", "beta-dist", "plan",
+                           "pass", "dht"})
     reject_empty_items(list, opt(vm, list));  // the size lists check theirs as they parse
   const auto Bs = parse_positive_list("B", opt(vm, "B"));
   const auto Ts = parse_positive_list("T", opt(vm, "T"));
@@ -302,6 +308,10 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
                                                      parse_gate_dist, "logsigmoid, zero, strong");
   const auto beta_dists = parse_named_list<BetaDist>("beta-dist", opt(vm, "beta-dist"),
                                                      parse_beta_dist, "sigmoid, zero, one");
+  const auto passes = parse_named_list<Pass>("pass", opt(vm, "pass"), parse_pass, "fwd, bwd, fwdbwd");
+  const auto dhts = parse_onoff_list("dht", opt(vm, "dht"));
+  if (passes.empty()) throw UsageError("--pass: empty list");
+  if (dhts.empty()) throw UsageError("--dht: empty list");
   const double scale = parse_double("scale", opt(vm, "scale"));
   const double k_norm = parse_double("k-norm", opt(vm, "k-norm"));
   const double h0_scale = parse_double("h0-scale", opt(vm, "h0-scale"));
@@ -337,7 +347,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   double bound = 1.0;
   for (size_t n : {Bs.size(), Ts.size(), contexts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
                    dtypes.size(), gates.size(), deltas.size(), h0s.size(), gate_dists.size(),
-                   beta_dists.size(), variants.size(), frontends.size(), plans.size()})
+                   beta_dists.size(), variants.size(), frontends.size(), plans.size(), passes.size(), dhts.size()})
     bound *= double(n);
   bound += double(cases.size());  // those of the grids before
   if (bound > double(kMaxCases))
@@ -359,6 +369,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       for (int64_t K : Ks) for (int64_t V : Vs)
       for (DType dt : dtypes) for (bool gate : gates) for (bool delta : deltas) for (bool h0 : h0s)
       for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists) for (bool fe : frontends)
+      for (Pass pass : passes) for (bool dht : dhts)
       for (const std::string& plan : plans)
       for (auto [variant, is_explicit] : variants)
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
@@ -370,6 +381,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         if (!variant->uses_chunk && ci > 0) break;  // the chunk axis only multiplies chunked variants
         if (!gate && gd != gate_dists.front()) continue;  // no gate: the gate distribution is moot
         if (!delta && bd != beta_dists.front()) continue;  // no delta term: beta is unused
+        if (!pass_has_backward(pass) && dht != dhts.front()) continue;  // the forward reads no dhT
         // The front end derives g and beta from a and b: no gate-off case, one distribution.
         if (fe && (!gate || gd != gate_dists.front() || bd != beta_dists.front())) continue;
         Problem p;
@@ -388,6 +400,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.seed = seed;
         p.frontend = fe;
         p.plan = plan;
+        p.pass = pass;
+        p.use_dht = dht;
         cases.push_back({p, variant, is_explicit});
       }
     }

@@ -22,7 +22,7 @@ std::string num(double x) {
 std::string onoff(bool b) { return b ? "on" : "off"; }
 
 struct Column {
-  const char* name;
+  std::string name;
   std::function<std::string(const RunMeta&, const ResultRow&)> value;
 };
 
@@ -40,7 +40,8 @@ std::string timing(const ResultRow& r, double TimingStats::*field) {
 const std::vector<Column>& columns() {
   using M = RunMeta;
   using R = ResultRow;
-  static const std::vector<Column> cols = {
+  static const std::vector<Column> cols = [] {
+    std::vector<Column> c = {
       {"schema_version", [](const M&, const R&) { return std::to_string(kCsvSchemaVersion); }},
       {"run_id", [](const M& m, const R&) { return m.run_id; }},
       {"timestamp", [](const M& m, const R&) { return m.timestamp; }},
@@ -71,6 +72,10 @@ const std::vector<Column>& columns() {
       {"delta", [](const M&, const R& r) { return onoff(r.problem.use_delta); }},
       {"h0", [](const M&, const R& r) { return onoff(r.problem.use_h0); }},
       {"frontend", [](const M&, const R& r) { return onoff(r.problem.frontend); }},
+      {"pass", [](const M&, const R& r) { return std::string(pass_name(r.problem.pass)); }},
+      {"dht", [](const M&, const R& r) {
+         return pass_has_backward(r.problem.pass) ? onoff(r.problem.use_dht) : std::string();
+       }},
       {"scale", [](const M&, const R& r) { return num(r.problem.resolved_scale()); }},
       {"gate_dist", [](const M&, const R& r) {
          if (r.problem.frontend) return std::string("frontend");  // g = -exp(A_log) softplus(a + dt_bias)
@@ -108,6 +113,20 @@ const std::vector<Column>& columns() {
       {"ht_unwritten", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::unwritten); }},
       {"ht_ref_overflow", [](const M&, const R& r) { return count(r.ht, &TensorMetrics::ref_overflow); }},
       {"conv_rel_l2", [](const M&, const R& r) { return metric(r.conv, &TensorMetrics::rel_l2); }},
+    };
+    // Per gradient of a backward pass: its bound, its error and its rounding floor.
+    for (Grad g : kGrads) {
+      const size_t i = size_t(g);
+      const std::string name = grad_name(g);
+      c.push_back({"tol_" + name, [i](const M&, const R& r) {
+                     return r.grad[i].present ? num(r.tol.grad_rel_l2[i]) : std::string();
+                   }});
+      c.push_back({name + "_rel_l2",
+                   [i](const M&, const R& r) { return metric(r.grad[i], &TensorMetrics::rel_l2); }});
+      c.push_back({name + "_floor_rel_l2",
+                   [i](const M&, const R& r) { return metric(r.grad[i], &TensorMetrics::floor_rel_l2); }});
+    }
+    c.insert(c.end(), {
       {"deterministic", [](const M&, const R& r) { return r.deterministic; }},
       {"samples", [](const M&, const R& r) { return r.timing ? std::to_string(r.timing->samples) : ""; }},
       {"time_median_ms", [](const M&, const R& r) { return timing(r, &TimingStats::median_ms); }},
@@ -139,7 +158,9 @@ const std::vector<Column>& columns() {
       {"peak_device_bytes", [](const M&, const R& r) {
          return r.peak_device_bytes > 0 ? std::to_string(r.peak_device_bytes) : "";
        }},
-  };
+    });
+    return c;
+  }();
   return cols;
 }
 
@@ -157,7 +178,7 @@ std::string csv_escape(const std::string& field) {
 
 std::vector<std::string> csv_columns() {
   std::vector<std::string> names;
-  for (const Column& c : columns()) names.emplace_back(c.name);
+  for (const Column& c : columns()) names.push_back(c.name);
   return names;
 }
 

@@ -124,6 +124,11 @@ std::set<std::string> CsvTable::distinct(const std::string& name) const {
   return out;
 }
 
+std::string row_pass(const CsvTable& t, size_t i) {
+  const std::string& pass = t.cell(i, "pass");
+  return pass.empty() ? "fwd" : pass;
+}
+
 std::set<std::string> tolerance_profiles(const CsvTable& t) {
   std::set<std::string> s;
   for (size_t i = 0; i < t.rows.size(); ++i) s.insert(t.cell(i, "tolerances") + " " + t.cell(i, "tolerances_hash"));

@@ -15,7 +15,8 @@ namespace {
 const std::vector<std::string>& key_columns() {
   static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "context", "H", "HV", "K", "V", "frontend",
                                                  "chunk", "gate", "delta", "h0", "gate_dist",
-                                                 "beta_dist", "distributions", "scale", "seed", "plan_forced"};
+                                                 "beta_dist", "distributions", "scale", "seed", "plan_forced",
+                                                 "pass", "dht"};
   return names;
 }
 

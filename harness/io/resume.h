@@ -1,7 +1,7 @@
 // --resume: continue an interrupted or partial run. The rows of the existing --out CSV are kept,
 // the cases they already hold are not run again, and the rest are appended to the same file.
 // A case is identified by (variant, dtype, B, T, H, HV, K, V, chunk, gate, delta, h0, gate_dist,
-// beta_dist, distributions, scale, seed), each formatted exactly as in the CSV. A CSV of this
+// beta_dist, distributions, scale, seed, plan_forced, pass, dht), each formatted exactly as in the CSV. A CSV of this
 // schema version written before a column was added is continued too (its rows widened).
 #pragma once
 #include <cstddef>

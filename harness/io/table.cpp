@@ -1,6 +1,7 @@
 #include "harness/io/table.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -27,12 +28,29 @@ void print_plans(std::FILE* out) {
 
 namespace {
 std::string sci(const TensorMetrics& m, double v) { return m.present ? fmt::format("{:.2e}", v) : "-"; }
+
+// A backward row's worst gradient: its name and rel_l2 / bound (1 at the bound), "-" for the forward.
+std::string worst_gradient(const ResultRow& r) {
+  std::string worst = "-";
+  double ratio = -1.0;
+  for (Grad g : kGrads) {
+    const TensorMetrics& m = r.grad[size_t(g)];
+    if (!m.present) continue;
+    const double bound = r.tol.grad_rel_l2[size_t(g)];
+    const double x = bound > 0 ? m.rel_l2 / bound : INFINITY;
+    if (!(x <= ratio)) {  // NaN counts as worst
+      ratio = x;
+      worst = fmt::format("{} {:.2f}", grad_name(g), x);
+    }
+  }
+  return worst;
+}
 }  // namespace
 
 void print_result_table(std::FILE* out, const std::vector<ResultRow>& rows) {
-  fmt::print(out, "{:<14} {:<5} {:>3} {:>6} {:>3} {:>3} {:>4} {:>4} {:>3} {:<9} {:<7} {:>9} {:>7} {:>9} {:>10} {:>9}\n",
-             "variant", "dtype", "B", "T", "H", "HV", "K", "V", "C", "g/d/h0", "status",
-             "o_rel_l2", "o/floor", "hT_rel_l2", "median_ms", "GFLOP/s");
+  fmt::print(out, "{:<14} {:<5} {:>3} {:>6} {:>3} {:>3} {:>4} {:>4} {:>3} {:<9} {:<6} {:<7} {:>9} {:>7} {:>9} {:>11} {:>10} {:>9}\n",
+             "variant", "dtype", "B", "T", "H", "HV", "K", "V", "C", "g/d/h0", "pass", "status",
+             "o_rel_l2", "o/floor", "hT_rel_l2", "grad/bound", "median_ms", "GFLOP/s");
   for (const ResultRow& r : rows) {
     const GdnShape& s = r.problem.shape;
     const std::string flags = fmt::format("{}/{}/{}", r.problem.use_gate ? "g" : "-",
@@ -42,11 +60,11 @@ void print_result_table(std::FILE* out, const std::vector<ResultRow>& rows) {
     const std::string median = r.timing ? fmt::format("{}{:.4f}", noisy ? "~" : "", r.timing->median_ms) : "-";
     const std::string rate = r.timing && r.timing->median_ms > 0
                                  ? fmt::format("{:.1f}", r.flops / (r.timing->median_ms * 1e6)) : "-";
-    fmt::print(out, "{:<14} {:<5} {:>3} {:>6} {:>3} {:>3} {:>4} {:>4} {:>3} {:<9} {:<7} {:>9} {:>7} {:>9} {:>10} {:>9}",
+    fmt::print(out, "{:<14} {:<5} {:>3} {:>6} {:>3} {:>3} {:>4} {:>4} {:>3} {:<9} {:<6} {:<7} {:>9} {:>7} {:>9} {:>11} {:>10} {:>9}",
                r.variant, dtype_name(r.problem.dtype), s.B, s.T, s.H, s.HV, s.K, s.V, r.problem.chunk,
-               flags, status_name(r.status), sci(r.o, r.o.rel_l2),
+               flags, pass_name(r.problem.pass), status_name(r.status), sci(r.o, r.o.rel_l2),
                r.o.present ? fmt::format("{:.2f}", r.o.err_vs_floor) : "-", sci(r.ht, r.ht.rel_l2),
-               median, rate);
+               worst_gradient(r), median, rate);
     if (!r.reason.empty()) fmt::print(out, "  {}", r.reason);
     if (noisy) fmt::print(out, "  noisy: CV {:.0f}%", 100 * r.timing->cv);
     fmt::print(out, "\n");
