@@ -42,6 +42,12 @@ const PlantedBug kPlantedBugs[] = {
     PLANTED_BUG(tail_rows_leak, "cpu_chunked"),
     PLANTED_BUG(decay_ratio_underflow, "cpu_chunked"),
     PLANTED_BUG(A_rounded_bf16, "cpu_chunked"),
+    // The backwards (the gate's --pass bwd and fwdbwd lines).
+    PLANTED_BUG(bwd_decay_index, kBoth),
+    PLANTED_BUG(bwd_drop_dht, kBoth),
+    PLANTED_BUG(bwd_dbeta_no_residual, kBoth),
+    PLANTED_BUG(bwd_dh0_not_propagated, kBoth),
+    PLANTED_BUG(bwd_tail_cumsum_off_by_one, "cpu_chunked"),
 };
 
 // No planted bug is known to slip through the gate. state_not_zeroed did until the CPU runs
