@@ -11,14 +11,21 @@
 
 namespace {
 
-// Inputs, outputs, workspace and the launch parameters of a GDN kernel on the device.
+// A GDN kernel's backward: its launcher and workspace (kernels/common/cuda_kernels.h).
+struct CudaBackward {
+  int (*launch)(const GdnParams&, const GdnGradParams&, void* workspace, cudaStream_t) = nullptr;
+  size_t (*workspace_bytes)(const GdnParams&) = nullptr;
+};
+
+// Inputs, outputs, workspace and the launch parameters of a GDN kernel on the device; with a
+// backward, the pass decides what runs (fwdbwd: the forward, then the backward, one launch).
 class CudaGdnRun : public CudaRunBase {
  public:
   using Launcher = int (*)(const GdnParams&, void* workspace, cudaStream_t);
   using WorkspaceBytes = size_t (*)(const GdnParams&);
   CudaGdnRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan, Launcher launcher,
-             WorkspaceBytes workspace_bytes = nullptr)
-      : launcher_(launcher) {
+             WorkspaceBytes workspace_bytes = nullptr, CudaBackward backward = {})
+      : launcher_(launcher), backward_(backward), pass_(backward.launch ? p.pass : Pass::fwd) {
     const GdnShape& s = p.shape;
     dtype_ = p.dtype;
     q_ = upload(in.q, p.dtype);
@@ -27,10 +34,12 @@ class CudaGdnRun : public CudaRunBase {
     g_ = upload(in.g, DType::f32);
     beta_ = upload(in.beta, DType::f32);
     h0_ = upload(in.h0, DType::f32);
-    o_elems_ = s.v_elems();
-    ht_elems_ = s.state_elems();
-    o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
-    hT_ = allocate(size_t(ht_elems_) * 4);
+    if (pass_has_forward(pass_)) {
+      o_elems_ = s.v_elems();
+      ht_elems_ = s.state_elems();
+      o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
+      hT_ = allocate(size_t(ht_elems_) * 4);
+    }
     params_.shape = s;
     params_.dtype = p.dtype;
     params_.q = q_.get();
@@ -47,24 +56,66 @@ class CudaGdnRun : public CudaRunBase {
     params_.recurrent_form = plan.recurrent_form;
     params_.scan_groups = plan.scan_groups;
     params_.wy_ut_output = plan.wy_ut_output;
-    if (workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
+    if (pass_has_forward(pass_) && workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
+    if (pass_has_backward(pass_)) {
+      dout_ = upload(in.dout, p.dtype);
+      dhT_ = upload(in.dhT, DType::f32);
+      grads_ = {Grad{s.qk_elems(), p.dtype}, Grad{s.qk_elems(), p.dtype}, Grad{s.v_elems(), p.dtype},
+                Grad{in.g.empty() ? 0 : s.gate_elems(), DType::f32}, Grad{s.gate_elems(), DType::f32},
+                Grad{in.h0.empty() ? 0 : s.state_elems(), DType::f32}};
+      for (size_t i = 0; i < grads_.size(); ++i) grad_buffers_[i] = allocate(size_t(grads_[i].n) * dtype_bytes(grads_[i].dtype));
+      grad_.dout = dout_.get();
+      grad_.dhT = in.dhT.empty() ? nullptr : dhT_.as<float>();
+      grad_.dq = grad_buffers_[0].get();
+      grad_.dk = grad_buffers_[1].get();
+      grad_.dv = grad_buffers_[2].get();
+      grad_.dg = grads_[3].n ? grad_buffers_[3].as<float>() : nullptr;
+      grad_.dbeta = grad_buffers_[4].as<float>();
+      grad_.dh0 = grads_[5].n ? grad_buffers_[5].as<float>() : nullptr;
+      backward_workspace_ = allocate(backward_.workspace_bytes(params_));
+    }
   }
   void poison_outputs() override {
     poison(o_, o_elems_, dtype_);
     poison(hT_, ht_elems_, DType::f32);
+    for (size_t i = 0; i < grads_.size(); ++i) poison(grad_buffers_[i], grads_[i].n, grads_[i].dtype);
   }
-  void launch() override { CUDA_CHECK(cudaError_t(launcher_(params_, workspace_.get(), stream_))); }
+  void launch() override {
+    if (pass_has_forward(pass_)) CUDA_CHECK(cudaError_t(launcher_(params_, workspace_.get(), stream_)));
+    if (pass_has_backward(pass_))
+      CUDA_CHECK(cudaError_t(backward_.launch(params_, grad_, backward_workspace_.get(), stream_)));
+  }
   RunOutputs read_outputs() override {
     synchronize();
-    return {download(o_, o_elems_, dtype_), download(hT_, ht_elems_, DType::f32)};
+    RunOutputs out;
+    if (pass_has_forward(pass_)) {
+      out.o = download(o_, o_elems_, dtype_);
+      out.hT = download(hT_, ht_elems_, DType::f32);
+    }
+    if (pass_has_backward(pass_)) {
+      std::vector<float>* dst[] = {&out.dq, &out.dk, &out.dv, &out.dg, &out.dbeta, &out.dh0};
+      for (size_t i = 0; i < grads_.size(); ++i)
+        if (grads_[i].n) *dst[i] = download(grad_buffers_[i], grads_[i].n, grads_[i].dtype);
+    }
+    return out;
   }
 
  private:
+  // One gradient output: elements (0: not written) and storage type.
+  struct Grad {
+    int64_t n;
+    DType dtype;
+  };
   Launcher launcher_;
+  CudaBackward backward_;
+  Pass pass_;
   DType dtype_;
   GdnParams params_;
+  GdnGradParams grad_;
+  std::vector<Grad> grads_;  // dq, dk, dv, dg, dbeta, dh0
   int64_t o_elems_ = 0, ht_elems_ = 0;
-  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_, workspace_;
+  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_, workspace_, dout_, dhT_, backward_workspace_;
+  DeviceBuffer grad_buffers_[6];
 };
 
 // cuBLAS handle with an explicit workspace, so its memory is counted in the run's peak.
@@ -124,7 +175,8 @@ class AttnNaiveRun : public CudaRunBase {
 
 
 std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext& ctx) {
-  return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_recurrent);
+  return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_recurrent, nullptr,
+                                      CudaBackward{launch_gdn_recurrent_backward, gdn_recurrent_backward_workspace_bytes});
 }
 
 namespace {
@@ -152,6 +204,8 @@ std::optional<std::string> recurrent_unsupported(const Problem& p) {
   if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim)
     return fmt::format("K and V must be <= {}", kRecurrentMaxHeadDim);
   if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  if (pass_has_backward(p.pass))
+    return gdn_memory_shortfall(p, gdn_recurrent_backward_workspace_bytes, "the backward's stored states and partials");
   return gdn_memory_shortfall(p, [](const GdnParams&) -> size_t { return 0; }, "no workspace");
 }
 

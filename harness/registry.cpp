@@ -9,12 +9,12 @@ const char* family_name(Family f) { return f == Family::gdn ? "gdn" : "attention
 const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "cuda"; }
 
 namespace {
-// An entry of a variant that takes a front-end problem's raw projections (Problem::frontend).
 // An entry of a variant with a backward pass (VariantInfo::has_backward).
 VariantInfo with_backward(VariantInfo v) {
   v.has_backward = true;
   return v;
 }
+// An entry of a variant that takes a front-end problem's raw projections (Problem::frontend).
 [[maybe_unused]] VariantInfo takes_frontend(VariantInfo v, double (*min_bytes)(const Problem&)) {
   v.frontend = true;
   v.min_bytes = min_bytes;
@@ -31,9 +31,10 @@ const std::vector<VariantInfo>& variant_registry() {
                      "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
                      create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV); chunked backward"}),
 #ifdef GDNBENCH_HAVE_CUDA
-      {"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0, "fp32 bf16 fp16",
-       "K, V <= 256", recurrent_unsupported, create_recurrent,
-       "sequential over T, float32 state in registers, grid over (B, HV, V blocks)"},
+      with_backward({"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0, "fp32 bf16 fp16",
+                     "K, V <= 256", recurrent_unsupported, create_recurrent,
+                     "sequential over T, float32 state in registers, grid over (B, HV, V blocks); backward "
+                     "through stored states"}),
       {"chunked", Family::gdn, Backend::cuda, Precision::fp32_math, true, 0, "fp32 bf16 fp16",
        "K, V <= 256; C in {16, 32, 64}", chunked_unsupported, create_chunked,
        "chunk-parallel UT transform in float32 SIMT, sequential scan over chunks only"},

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/common/gdn_grad_params.h"
 #include "kernels/common/gdn_params.h"
 
 typedef struct CUstream_st* cudaStream_t;
@@ -14,6 +15,15 @@ typedef struct cublasContext* cublasHandle_t;
 constexpr int64_t kRecurrentMaxHeadDim = 256;
 // recurrent needs no workspace (pass nullptr).
 int launch_gdn_recurrent(const GdnParams& p, void* workspace, cudaStream_t stream);
+
+// recurrent_backward: the gradients of L = sum(dout .* o) + sum(dhT .* hT) (docs/BACKWARD.md) by
+// reverse mode through the step form, from the forward's inputs in p (its o and hT unused); K and V
+// up to 256. dq, dk, dv in p.dtype, dg, dbeta, dh0 float32 (kernels/common/gdn_grad_params.h).
+// Workspace: stored states (one every 64 tokens and a 64-token window per block of value columns)
+// and the per-block partial sums of dq, dk, dg, dbeta.
+size_t gdn_recurrent_backward_workspace_bytes(const GdnParams& p);
+int launch_gdn_recurrent_backward(const GdnParams& p, const GdnGradParams& grad, void* workspace,
+                                  cudaStream_t stream);
 
 // chunked: K and V up to 256, chunk C in {16, 32, 64}; stages in kernels/chunked/chunked_stages.h.
 constexpr int64_t kChunkedMaxHeadDim = 256;

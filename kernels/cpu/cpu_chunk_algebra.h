@@ -107,7 +107,8 @@ inline void cpu_chunk_algebra(const CpuChunkHead& hd, int64_t t0, int64_t L, con
 // S = exp(gamma_last) S0 + (K .* exp(gamma_last - gamma))^T U, in place.
 inline void cpu_chunk_state_update(const CpuChunkHead& hd, int64_t t0, int64_t L, const CpuChunkTiles& c, float* S) {
   const GdnParams& p = *hd.p;
-  const int64_t C = p.chunk, K = p.shape.K, V = p.shape.V;
+  [[maybe_unused]] const int64_t C = p.chunk;  // read by the planted skip_tail_decay only
+  const int64_t K = p.shape.K, V = p.shape.V;
   const float g_last = c.gamma[L - 1];
   const float decay_last = std::exp(GDN_MUTATE(skip_tail_decay, g_last, L < C ? 0.0f : g_last));
   for (int64_t x = 0; x < K * V; ++x) S[x] *= decay_last;

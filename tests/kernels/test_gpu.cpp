@@ -203,17 +203,9 @@ TEST_CASE("chunked gives a reason for head dims and chunk sizes it cannot run") 
 
 namespace {
 
-DeviceBuffer to_device(const std::vector<float>& x) {
-  DeviceBuffer d(x.size() * sizeof(float));
-  if (!x.empty()) CUDA_CHECK(cudaMemcpy(d.get(), x.data(), d.bytes(), cudaMemcpyHostToDevice));
-  return d;
-}
+using gputest::to_device;
 
-std::vector<float> to_host(const float* device, size_t n) {
-  std::vector<float> x(n);
-  CUDA_CHECK(cudaMemcpy(x.data(), device, n * sizeof(float), cudaMemcpyDeviceToHost));
-  return x;
-}
+std::vector<float> to_host(const float* device, size_t n) { return gputest::from_device(device, int64_t(n)); }
 
 }  // namespace
 

@@ -320,20 +320,6 @@ TEST_CASE("fused_decode's stream kernel runs a larger T again after a smaller on
 #ifdef GDNBENCH_HAVE_CUDA
 namespace {
 
-DeviceBuffer to_device_as(const std::vector<float>& x, DType dt) {
-  DeviceBuffer d(x.size() * dtype_bytes(dt));
-  if (x.empty()) return d;
-  if (dt == DType::f32) {
-    CUDA_CHECK(cudaMemcpy(d.get(), x.data(), d.bytes(), cudaMemcpyHostToDevice));
-  } else {
-    std::vector<uint16_t> bits(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-      bits[i] = dt == DType::bf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
-    CUDA_CHECK(cudaMemcpy(d.get(), bits.data(), d.bytes(), cudaMemcpyHostToDevice));
-  }
-  return d;
-}
-
 std::vector<float> from_device_as(const DeviceBuffer& d, size_t n, DType dt) {
   std::vector<float> x(n);
   if (dt == DType::f32) {
@@ -364,13 +350,13 @@ struct DecodeDriver {
     std::vector<int32_t> slot(size_t(s.B));
     for (int64_t b = 0; b < s.B; ++b) slot[size_t(b)] = int32_t(s.B - 1 - b);
     for (int t = 0; t < 3; ++t) {
-      w[t] = to_device_as(*ws[t], p.dtype);
-      bias[t] = to_device_as(*bs[t], p.dtype);
-      cache[t] = to_device_as(reorder(*cs[t], slot), p.dtype);
+      w[t] = gputest::to_device(*ws[t], p.dtype);
+      bias[t] = gputest::to_device(*bs[t], p.dtype);
+      cache[t] = gputest::to_device(reorder(*cs[t], slot), p.dtype);
     }
-    A_log = to_device_as(fe.A_log, DType::f32);
-    dt_bias = to_device_as(fe.dt_bias, DType::f32);
-    state = to_device_as(reorder(in.h0, slot), DType::f32);
+    A_log = gputest::to_device(fe.A_log, DType::f32);
+    dt_bias = gputest::to_device(fe.dt_bias, DType::f32);
+    state = gputest::to_device(reorder(in.h0, slot), DType::f32);
     slots = DeviceBuffer(slot.size() * 4);
     CUDA_CHECK(cudaMemcpy(slots.get(), slot.data(), slots.bytes(), cudaMemcpyHostToDevice));
     workspace = DeviceBuffer(gdn_decode_workspace_bytes(s));
@@ -388,11 +374,11 @@ struct DecodeDriver {
     const GdnShape& s = p.shape;
     const FrontEndHost& fe = in.fe;
     const int64_t cqk = s.H * s.K, cv = s.HV * s.V, n = t1 - t0;
-    DeviceBuffer x[3] = {to_device_as(testutil::slice_tokens(fe.x_q, s.B, s.T, cqk, t0, t1), p.dtype),
-                         to_device_as(testutil::slice_tokens(fe.x_k, s.B, s.T, cqk, t0, t1), p.dtype),
-                         to_device_as(testutil::slice_tokens(fe.x_v, s.B, s.T, cv, t0, t1), p.dtype)};
-    DeviceBuffer a = to_device_as(testutil::slice_tokens(fe.a, s.B, s.T, s.HV, t0, t1), p.dtype);
-    DeviceBuffer b = to_device_as(testutil::slice_tokens(fe.b, s.B, s.T, s.HV, t0, t1), p.dtype);
+    DeviceBuffer x[3] = {gputest::to_device(testutil::slice_tokens(fe.x_q, s.B, s.T, cqk, t0, t1), p.dtype),
+                         gputest::to_device(testutil::slice_tokens(fe.x_k, s.B, s.T, cqk, t0, t1), p.dtype),
+                         gputest::to_device(testutil::slice_tokens(fe.x_v, s.B, s.T, cv, t0, t1), p.dtype)};
+    DeviceBuffer a = gputest::to_device(testutil::slice_tokens(fe.a, s.B, s.T, s.HV, t0, t1), p.dtype);
+    DeviceBuffer b = gputest::to_device(testutil::slice_tokens(fe.b, s.B, s.T, s.HV, t0, t1), p.dtype);
     DeviceBuffer o(size_t(s.B * n * cv) * dtype_bytes(p.dtype));
     const size_t elem = dtype_bytes(p.dtype), shift = misaligned_x ? elem : 0;
     if (misaligned_x)

@@ -35,36 +35,8 @@ constexpr double kStateBound = 1e-4;
 using gputest::gpu_or_warn;
 using gputest::selected_by_env;
 
-DeviceBuffer to_device(const std::vector<float>& x, DType dt) {
-  DeviceBuffer buf(x.size() * dtype_bytes(dt));
-  if (x.empty()) return buf;
-  if (dt == DType::f32) {
-    CUDA_CHECK(cudaMemcpy(buf.get(), x.data(), buf.bytes(), cudaMemcpyHostToDevice));
-    return buf;
-  }
-  std::vector<uint16_t> bits(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    bits[i] = dt == DType::bf16 ? float_to_bf16_bits(x[i]) : float_to_half_bits(x[i]);
-  CUDA_CHECK(cudaMemcpy(buf.get(), bits.data(), buf.bytes(), cudaMemcpyHostToDevice));
-  return buf;
-}
-
-// n elements of type dt as float; 16-bit poison comes back as the float32 poison.
-std::vector<float> from_device(const void* ptr, int64_t n, DType dt) {
-  std::vector<float> out(static_cast<size_t>(n));
-  if (dt == DType::f32) {
-    CUDA_CHECK(cudaMemcpy(out.data(), ptr, size_t(n) * 4, cudaMemcpyDeviceToHost));
-    return out;
-  }
-  std::vector<uint16_t> bits(static_cast<size_t>(n));
-  CUDA_CHECK(cudaMemcpy(bits.data(), ptr, size_t(n) * 2, cudaMemcpyDeviceToHost));
-  const uint16_t poison = dt == DType::bf16 ? kPoisonBitsBf16 : kPoisonBitsF16;
-  for (size_t i = 0; i < bits.size(); ++i)
-    out[i] = bits[i] == poison ? poison_value_f32()
-             : dt == DType::bf16 ? bf16_bits_to_float(bits[i])
-                                 : half_bits_to_float(bits[i]);
-  return out;
-}
+using gputest::from_device;
+using gputest::to_device;
 
 // Inputs and outputs of one problem on the device (outputs poisoned), and the params for them.
 struct DeviceGdn {
