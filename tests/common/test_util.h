@@ -240,4 +240,20 @@ inline Csv read_csv(const std::string& path) {
   return c;
 }
 
+// Feature combinations the float64 references' chunked/recurrent comparisons cover (forward and
+// backward).
+struct RefConfig {
+  const char* name;
+  int64_t B, H, HV;
+  bool gate, delta, h0;
+};
+inline const RefConfig kRefConfigs[] = {
+    {"gdn", 1, 1, 1, true, true, false},
+    {"gdn+h0", 1, 1, 1, true, true, true},
+    {"gva HV=2H, B=2, h0", 2, 2, 4, true, true, true},
+    {"gate off (DeltaNet), h0", 1, 1, 1, false, true, true},
+    {"delta off (GLA), h0", 1, 1, 1, true, false, true},
+    {"gate off and delta off (linear attention)", 1, 2, 2, false, false, false},
+};
+
 }  // namespace testutil

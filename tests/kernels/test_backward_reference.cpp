@@ -235,21 +235,10 @@ TEST_CASE("checkpoint interval and threads do not change the backward", "[refere
 
 namespace {
 
-// Feature combinations of the chunked/recurrent comparison (kRefConfigs of test_reference.cpp),
-// each with and without dhT.
-struct RefConfig {
-  const char* name;
-  int64_t B, H, HV;
-  bool gate, delta, h0;
-};
-const RefConfig kRefConfigs[] = {
-    {"gdn", 1, 1, 1, true, true, false},
-    {"gdn+h0", 1, 1, 1, true, true, true},
-    {"gva HV=2H, B=2, h0", 2, 2, 4, true, true, true},
-    {"gate off (DeltaNet), h0", 1, 1, 1, false, true, true},
-    {"delta off (GLA), h0", 1, 1, 1, true, false, true},
-    {"gate off and delta off (linear attention)", 1, 2, 2, false, false, false},
-};
+// Feature combinations of the chunked/recurrent comparison (testutil::kRefConfigs), each with and
+// without dhT.
+using testutil::kRefConfigs;
+using testutil::RefConfig;
 
 }  // namespace
 
