@@ -26,6 +26,7 @@
 
 #include "kernels/common/cuda_common.cuh"
 #include "kernels/common/cuda_kernels.h"
+#include "kernels/plans/launch_plans.h"
 
 namespace {
 
@@ -50,7 +51,8 @@ struct Token {
   float alpha, beta, v;
 };
 
-int split_for(int64_t K) { return K <= 64 ? 4 : (K <= 128 ? 8 : 16); }
+// Lanes a column: K's bucket (the forward's, kernels/plans/launch_plans.h) over the rows a lane holds.
+int split_for(int64_t K) { return recurrent_k_bucket(K) / kRows; }
 
 BackwardLayout backward_layout(const GdnParams& p, float* base) {
   const GdnShape& s = p.shape;
