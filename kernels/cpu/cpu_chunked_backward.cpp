@@ -42,9 +42,10 @@ CpuStatus run_cpu_chunked_backward(const GdnParams& p, const GdnGradParams& gp, 
   if (C != 16 && C != 32 && C != 64) return CpuStatus::unsupported;
   const auto* dout = static_cast<const float*>(gp.dout);
   auto* dv = static_cast<float*>(gp.dv);
-  float* dq_heads = workspace;
-  float* dk_heads = dq_heads + s.B * s.T * s.HV * K;
-  float* workers = workspace + cpu_grad_heads_floats(p);
+  const CpuGradWorkspace gw = cpu_grad_workspace(p, workspace);
+  float* dq_heads = gw.dq_heads;
+  float* dk_heads = gw.dk_heads;
+  float* workers = gw.workers;
   const size_t ws = worker_floats(p);
   const int64_t chunks = (s.T + C - 1) / C;
   cpu_parallel_for(s.B * s.HV, threads, [&](int64_t head, int worker) {

@@ -4,6 +4,11 @@
 
 size_t cpu_grad_heads_floats(const GdnParams& p) { return size_t(2 * p.shape.B * p.shape.T * p.shape.HV * p.shape.K); }
 
+CpuGradWorkspace cpu_grad_workspace(const GdnParams& p, float* workspace) {
+  const int64_t per_tensor = p.shape.B * p.shape.T * p.shape.HV * p.shape.K;
+  return {workspace, workspace + per_tensor, workspace + cpu_grad_heads_floats(p)};
+}
+
 void cpu_sum_grad_heads(const GdnParams& p, const GdnGradParams& gp, const float* dq_heads, const float* dk_heads) {
   const GdnShape& s = p.shape;
   auto* dq = static_cast<float*>(gp.dq);

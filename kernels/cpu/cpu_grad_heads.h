@@ -9,5 +9,12 @@
 
 // Floats of the per-value-head dq and dk, [B, T, HV, K] each, at the front of a backward's workspace.
 size_t cpu_grad_heads_floats(const GdnParams& p);
+// A backward's workspace: the per-value-head dq and dk, then the workers' scratch.
+struct CpuGradWorkspace {
+  float* dq_heads;
+  float* dk_heads;
+  float* workers;
+};
+CpuGradWorkspace cpu_grad_workspace(const GdnParams& p, float* workspace);
 // dq[b, t, h] = sum over the value heads hv of h of dq_heads[b, t, hv], rounded to p.dtype; dk alike.
 void cpu_sum_grad_heads(const GdnParams& p, const GdnGradParams& gp, const float* dq_heads, const float* dk_heads);
