@@ -92,6 +92,15 @@ AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& 
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
 
 std::string cpu_model_name();
+// The reference's gradient g (kGrads order; empty where it does not exist: dg without a gate, dh0
+// without h0).
+const std::vector<double>& reference_gradient(const GdnRefGradients& ref, Grad g);
+// Gradient g against the float64 reference's, into row.grad[g], with the bound of `tolerances` for
+// `precision` on its floor in row.tol.grad_rel_l2[g]: absent from both it is not compared; returned
+// where none exists, or missing where one does, it is a problem. The one comparison of a gradient
+// in `verify` and `check`; output_problems then judges it.
+void compare_gradient(ResultRow& row, Grad g, const std::vector<float>& got, const GdnRefGradients& ref,
+                      Precision precision, const ToleranceProfile& tolerances, std::vector<std::string>& problems);
 // What keeps o (dtype) and hT (float32) of a judged row, or the gradients of a backward pass (in
 // grad_dtype), from passing against row.tol: too little compared (coverage_problem), an unwritten or
 // non-finite element, rel_l2 past the bound. The one judgement of `verify` and `check`.
