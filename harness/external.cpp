@@ -1,13 +1,16 @@
 // `gdnbench dump` and `gdnbench check` (harness/external.h).
-// About 600 lines on purpose: `dump` and `check` share the manifest, its layouts and their checks.
+// About 750 lines on purpose: `dump` and `check` share the manifest, its layouts and their checks,
+// for the forward and the backward alike.
 #include "harness/external.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 // Boost 1.74's property_tree pulls in boost/bind.hpp, which warns unless told how to place its
@@ -110,7 +113,8 @@ std::string problem_text(const Problem& p) {
   const GdnShape& s = p.shape;
   return fmt::format("{} B={} T={} H={} HV={} K={} V={} gate={} delta={} h0={}", dtype_name(p.dtype), s.B,
                      s.T, s.H, s.HV, s.K, s.V, p.use_gate ? "on" : "off", p.use_delta ? "on" : "off",
-                     p.use_h0 ? "on" : "off") + (p.frontend ? " frontend=on" : "");
+                     p.use_h0 ? "on" : "off") + (p.frontend ? " frontend=on" : "") +
+         (pass_has_backward(p.pass) ? fmt::format(" pass={} dht={}", pass_name(p.pass), p.use_dht ? "on" : "off") : "");
 }
 
 // The files of a front-end problem's inputs (harness/frontend_inputs.h), in the manifest's order:
@@ -143,7 +147,7 @@ std::vector<FrontEndFile> frontend_files(const Problem& p) {
 
 // Every key a manifest's files may name.
 std::vector<std::string> manifest_file_keys() {
-  std::vector<std::string> keys = {"q", "k", "v", "g", "beta", "h0"};
+  std::vector<std::string> keys = {"q", "k", "v", "g", "beta", "h0", "dO", "dhT"};
   Problem fe;
   fe.use_h0 = true;
   for (const FrontEndFile& f : frontend_files(fe)) keys.push_back(f.key);
@@ -181,6 +185,10 @@ void dump_problem(const Problem& p, const std::string& dir) {
     put("beta", dims({s.B, s.T, s.HV}), in.beta);
   }
   if (p.use_h0) put("h0", dims({s.B, s.HV, s.K, s.V}), in.h0);
+  if (pass_has_backward(p.pass)) {  // the upstream gradients the harness's backwards are given
+    put("dO", dims({s.B, s.T, s.HV, s.V}), in.dout);
+    if (p.use_dht) put("dhT", dims({s.B, s.HV, s.K, s.V}), in.dhT);
+  }
   std::string m = "{\n";
   m += fmt::format("  \"format\": \"gdnbench-dump\",\n  \"version\": {},\n", kDumpVersion);
   m += fmt::format("  \"B\": {}, \"T\": {}, \"H\": {}, \"HV\": {}, \"K\": {}, \"V\": {},\n", s.B, s.T, s.H,
@@ -199,6 +207,8 @@ void dump_problem(const Problem& p, const std::string& dir) {
   m += fmt::format("  \"gate_dist\": \"{}\", \"beta_dist\": \"{}\", \"k_norm\": {:.17g}, \"h0_scale\": {:.17g},\n",
                    gate_dist_name(p.gate_dist), beta_dist_name(p.beta_dist), p.k_norm, p.h0_scale);
   m += fmt::format("  \"distributions\": {},\n", json_string(p.distributions()));
+  m += fmt::format("  \"pass\": \"{}\",\n", pass_name(p.pass));
+  if (pass_has_backward(p.pass)) m += fmt::format("  \"dht\": {},\n", json_bool(p.use_dht));
   m += "  \"files\": {" + files + "},\n";
   if (p.frontend) {
     m += "  \"layouts\": {\"x_q\": \"[B, T, H*K]\", \"x_k\": \"[B, T, H*K]\", \"x_v\": \"[B, T, HV*V]\", "
@@ -214,7 +224,17 @@ void dump_problem(const Problem& p, const std::string& dir) {
   } else {
     m += "  \"layouts\": {\"q\": \"[B, T, H, K]\", \"k\": \"[B, T, H, K]\", \"v\": \"[B, T, HV, V]\", "
          "\"g\": \"[B, T, HV] log decay\", \"beta\": \"[B, T, HV]\", \"h0\": \"[B, HV, K, V] float32\", "
-         "\"o\": \"[B, T, HV, V] in dtype\", \"hT\": \"[B, HV, K, V] float32\"},\n";
+         "\"o\": \"[B, T, HV, V] in dtype\", \"hT\": \"[B, HV, K, V] float32\"";
+    if (pass_has_backward(p.pass))
+      m += ", \"dO\": \"[B, T, HV, V] in dtype\", \"dhT\": \"[B, HV, K, V] float32\", "
+           "\"dq\": \"[B, T, H, K] in dtype\", \"dk\": \"[B, T, H, K] in dtype\", \"dv\": \"[B, T, HV, V] in dtype\", "
+           "\"dg\": \"[B, T, HV] float32, of the log decay\", \"dbeta\": \"[B, T, HV] float32\", "
+           "\"dh0\": \"[B, HV, K, V] float32\"";
+    m += "},\n";
+    if (pass_has_backward(p.pass))
+      m += std::string("  \"loss\": \"L = sum(dO .* o)") + (p.use_dht ? " + sum(dhT .* hT)" : "") +
+           "; the gradients are dL/dq, dL/dk, dL/dv, dL/dg, dL/dbeta, dL/dh0 (dq, dk summed over the value "
+           "heads of their q/k head)\",\n";
   }
   m += "  \"recurrence\": \"S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T; "
        "o_t = S_t^T (scale q_t)\"\n}\n";
@@ -282,6 +302,11 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
     p.k_norm = m.get<double>("k_norm");
     p.h0_scale = m.get<double>("h0_scale");
     p.frontend = m.get<bool>("frontend", false);  // manifests written before front-end dumps lack it
+    const std::string pass = m.get<std::string>("pass", "fwd");  // nor backward dumps: those are forward
+    const auto ps = parse_pass(pass);
+    if (!ps) throw UsageError(fmt::format("check: {}: unknown pass '{}' (fwd, bwd, fwdbwd)", manifest, pass));
+    p.pass = *ps;
+    if (pass_has_backward(p.pass)) p.use_dht = m.get<bool>("dht");
   } catch (const pt::ptree_error& e) {
     throw UsageError(fmt::format("check: {}: {}", manifest, e.what()));
   }
@@ -296,6 +321,8 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
   // The front end derives g and beta from a and b (gdnbench dump writes no other such problem).
   if (p.frontend && !p.use_gate)
     throw UsageError(fmt::format("check: {}: a front-end problem needs gate true", manifest));
+  if (p.frontend && pass_has_backward(p.pass))
+    throw UsageError(fmt::format("check: {}: a front-end problem has no backward (pass fwd)", manifest));
   for (const std::string& key : manifest_file_keys())
     d.files[key] = m.get<std::string>("files." + key, "");
   return d;
@@ -339,6 +366,10 @@ DumpedProblem read_dump(const std::string& dir) {
     in.beta = read_input(dir, file("beta"), "beta", dims({s.B, s.T, s.HV}));
   }
   if (p.use_h0) in.h0 = read_input(dir, file("h0"), "h0", dims({s.B, s.HV, s.K, s.V}));
+  if (pass_has_backward(p.pass)) {
+    in.dout = read_input(dir, file("dO"), "dO", dims({s.B, s.T, s.HV, s.V}));
+    if (p.use_dht) in.dhT = read_input(dir, file("dhT"), "dhT", dims({s.B, s.HV, s.K, s.V}));
+  }
   return d;
 }
 
@@ -370,18 +401,120 @@ void judge_conv_caches(const CheckOptions& opt, const Problem& p, const GdnRefOu
 
 }  // namespace
 
+namespace {
+
+// Where gradient g lives: dq, dk as q, k; dv as v; dg, dbeta as g, beta; dh0 as h0 (K x V).
+std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s) {
+  switch (g) {
+    case Grad::dq:
+    case Grad::dk: return dims({s.B, s.T, s.H, s.K});
+    case Grad::dv: return dims({s.B, s.T, s.HV, s.V});
+    case Grad::dg:
+    case Grad::dbeta: return dims({s.B, s.T, s.HV});
+    case Grad::dh0: return dims({s.B, s.HV, s.K, s.V});
+  }
+  throw std::logic_error("gradient outside kGrads");
+}
+
+bool gradient_exists(Grad g, const Problem& p) {
+  return (g != Grad::dg || p.use_gate) && (g != Grad::dh0 || p.use_h0);
+}
+
+// What a check of pass `opt.pass` on the dump's problem `dumped` may be given; UsageError otherwise.
+void check_what_is_judged(const CheckOptions& opt, const Problem& dumped, bool is_gdn) {
+  const bool forward = pass_has_forward(opt.pass), backward = pass_has_backward(opt.pass);
+  const std::string pass = fmt::format("--pass {}", pass_name(opt.pass));
+  if (forward && opt.o_path.empty()) throw UsageError(fmt::format("check: {}: --o o.npy is required", pass));
+  if (!forward && (!opt.o_path.empty() || !opt.ht_path.empty() || !opt.ref_o_path.empty() || !opt.cache_paths.empty()))
+    throw UsageError("check: --pass bwd judges the gradients alone; give --pass fwdbwd to judge o and hT too");
+  bool any = false;
+  for (Grad g : kGrads) {
+    if (opt.grad_paths[size_t(g)].empty()) continue;
+    any = true;
+    if (!backward)
+      throw UsageError(fmt::format("check: --{}: gradients are judged under --pass bwd or fwdbwd", grad_name(g)));
+    if (!gradient_exists(g, dumped))
+      throw UsageError(fmt::format("check: --{}: the problem has no {}, so no {}", grad_name(g),
+                                   g == Grad::dg ? "gate" : "h0", grad_name(g)));
+  }
+  if (!backward) return;
+  if (!is_gdn) throw UsageError("check: gradients are for --family gdn only");
+  if (!pass_has_backward(dumped.pass))
+    throw UsageError(fmt::format("check: {}: the dump holds no dO (make it with gdnbench dump --pass bwd)", pass));
+  if (!any)
+    throw UsageError(fmt::format("check: {}: give at least one of --dq --dk --dv --dg --dbeta --dh0", pass));
+}
+
+// The forward's o (and hT) against the reference, into row.o, row.ht and row.tol.
+void judge_forward(const CheckOptions& opt, const Problem& p, const RefInputsF64& ref_in, bool is_gdn,
+                   GdnRefOutputs& gdn_ref, ResultRow& row) {
+  const GdnShape& s = p.shape;
+  const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));
+  std::vector<double> hT_ext;
+  if (!opt.ht_path.empty()) {
+    if (!is_gdn) throw UsageError("check: --ht is for --family gdn only");
+    hT_ext = read_output(opt.ht_path, "--ht", opt.ht_vk ? dims({s.B, s.HV, s.V, s.K}) : dims({s.B, s.HV, s.K, s.V}));
+    if (opt.ht_vk) {  // to the canonical K x V layout
+      std::vector<double> kv(hT_ext.size());
+      for (int64_t bh = 0; bh < s.B * s.HV; ++bh)
+        for (int64_t i = 0; i < s.K; ++i)
+          for (int64_t j = 0; j < s.V; ++j) kv[(bh * s.K + i) * s.V + j] = hT_ext[(bh * s.V + j) * s.K + i];
+      hT_ext.swap(kv);
+    }
+  }
+
+  std::vector<double> ref_o;
+  if (!opt.ref_o_path.empty()) {
+    ref_o = read_output(opt.ref_o_path, "--ref-o", dims({s.B, s.T, s.HV, s.V}));
+    if (!opt.ht_path.empty()) gdn_ref = gdn_reference_for(p, ref_in, opt.threads);  // hT needs ours
+  } else if (is_gdn) {
+    gdn_ref = gdn_reference_for(p, ref_in, opt.threads);
+    ref_o = gdn_ref.o;
+  } else {
+    ref_o = attention_reference_for(p, ref_in, opt.threads);
+  }
+
+  // NaN never compares as the poison: external outputs cannot be "unwritten", only non-finite.
+  const std::vector<float> o_f(o_ext.begin(), o_ext.end());
+  row.o = compare_to_reference(o_f, ref_o, p.dtype);
+  row.tol = opt.tolerances.bounds(opt.precision, p.dtype, row.o.floor_rel_l2);  // as `verify` judges
+  if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
+}
+
+// The gradients given against the float64 backward (the reference of `verify --pass bwd`), into
+// row.grad and row.tol.grad_rel_l2. Every file is read before the reference is computed, so a
+// wrong one stops the check at once.
+void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF64& ref_in, ResultRow& row,
+                     std::vector<std::string>& problems) {
+  std::array<std::vector<float>, kGradCount> got;
+  for (Grad g : kGrads) {
+    const std::string& path = opt.grad_paths[size_t(g)];
+    if (path.empty()) continue;
+    const std::string flag = fmt::format("--{}", grad_name(g));
+    const std::vector<double> x = read_output(path, flag.c_str(), gradient_shape(g, p.shape));
+    got[size_t(g)].assign(x.begin(), x.end());
+  }
+  const GdnRefGradients ref = gdn_gradients_for(p, ref_in, opt.threads);
+  for (Grad g : kGrads)
+    if (!opt.grad_paths[size_t(g)].empty())
+      compare_gradient(row, g, got[size_t(g)], ref, opt.precision, opt.tolerances, problems);
+}
+
+}  // namespace
+
 ResultRow check_external(const CheckOptions& opt) {
   const DumpedProblem d = read_dump(opt.dir);
-  const Problem& p = d.problem;
-  const GdnShape& s = p.shape;
   const bool is_gdn = opt.family == "gdn";
   if (!is_gdn && opt.family != "attention")
     throw UsageError(fmt::format("check: --family '{}' is not gdn or attention", opt.family));
-  if (!is_gdn && p.frontend)
+  if (!is_gdn && d.problem.frontend)
     throw UsageError("check: --family attention: the dump is a front-end problem (raw projections, no q, k, v)");
-  if (!is_gdn && s.H != s.HV) throw UsageError("check: --family attention needs H == HV");
-  if (!opt.cache_paths.empty() && !p.frontend)
+  if (!is_gdn && d.problem.shape.H != d.problem.shape.HV) throw UsageError("check: --family attention needs H == HV");
+  if (!opt.cache_paths.empty() && !d.problem.frontend)
     throw UsageError("check: --cache-q/--cache-k/--cache-v are for front-end dumps (gdnbench dump --frontend on)");
+  check_what_is_judged(opt, d.problem, is_gdn);
+  Problem p = d.problem;
+  p.pass = opt.pass;  // the row is of the pass judged (its cost and CSV columns); the inputs are the dump's
 
   ResultRow row;
   row.problem = p;
@@ -400,54 +533,37 @@ ResultRow check_external(const CheckOptions& opt) {
   row.flops = cost.flops;
   row.bytes = cost.bytes;
 
-  const std::vector<double> o_ext = read_output(opt.o_path, "--o", dims({s.B, s.T, s.HV, s.V}));
-  std::vector<double> hT_ext;
-  if (!opt.ht_path.empty()) {
-    if (!is_gdn) throw UsageError("check: --ht is for --family gdn only");
-    hT_ext = read_output(opt.ht_path, "--ht", opt.ht_vk ? dims({s.B, s.HV, s.V, s.K}) : dims({s.B, s.HV, s.K, s.V}));
-    if (opt.ht_vk) {  // to the canonical K x V layout
-      std::vector<double> kv(hT_ext.size());
-      for (int64_t bh = 0; bh < s.B * s.HV; ++bh)
-        for (int64_t i = 0; i < s.K; ++i)
-          for (int64_t j = 0; j < s.V; ++j) kv[(bh * s.K + i) * s.V + j] = hT_ext[(bh * s.V + j) * s.K + i];
-      hT_ext.swap(kv);
-    }
-  }
-
-  std::vector<double> ref_o;
-  GdnRefOutputs gdn_ref;
   const RefInputsF64 ref_in = to_f64(d.inputs);
-  if (!opt.ref_o_path.empty()) {
-    ref_o = read_output(opt.ref_o_path, "--ref-o", dims({s.B, s.T, s.HV, s.V}));
-    if (!opt.ht_path.empty()) gdn_ref = gdn_reference_for(p, ref_in, opt.threads);  // hT needs ours
-  } else if (is_gdn) {
-    gdn_ref = gdn_reference_for(p, ref_in, opt.threads);
-    ref_o = gdn_ref.o;
-  } else {
-    ref_o = attention_reference_for(p, ref_in, opt.threads);
-  }
+  GdnRefOutputs gdn_ref;
+  std::vector<std::string> problems;
+  if (pass_has_forward(p.pass)) judge_forward(opt, p, ref_in, is_gdn, gdn_ref, row);
+  else row.tol = opt.tolerances.bounds(opt.precision, p.dtype, NAN);  // as `verify --pass bwd`: no o bound used
+  if (pass_has_backward(p.pass)) judge_gradients(opt, p, ref_in, row, problems);
 
-  // NaN never compares as the poison: external outputs cannot be "unwritten", only non-finite.
-  const std::vector<float> o_f(o_ext.begin(), o_ext.end());
-  row.o = compare_to_reference(o_f, ref_o, p.dtype);
-  row.tol = opt.tolerances.bounds(opt.precision, p.dtype, row.o.floor_rel_l2);  // as `verify` judges
-  if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
-
-  const std::vector<std::string> problems = output_problems(row, p.dtype);  // as `verify` judges
+  for (std::string& x : output_problems(row, p.dtype)) problems.push_back(std::move(x));  // as `verify` judges
   row.status = problems.empty() ? Status::pass : Status::fail;
   for (const std::string& x : problems) row.reason += (row.reason.empty() ? "" : "; ") + x;
   judge_conv_caches(opt, p, gdn_ref, row);
   if (!opt.ref_o_path.empty())
     row.reason += (row.reason.empty() ? "" : "; ") + std::string("o judged against --ref-o (float64 computed outside gdnbench)");
+  if (pass_has_backward(p.pass)) {  // a PASS rests on the gradients given: say which were not
+    std::vector<std::string> absent;
+    for (Grad g : kGrads)
+      if (gradient_exists(g, p) && opt.grad_paths[size_t(g)].empty()) absent.push_back(grad_name(g));
+    if (!absent.empty())
+      row.reason += (row.reason.empty() ? "" : "; ") + fmt::format("not given: {}", fmt::join(absent, ", "));
+  }
   return row;
 }
 
 std::string dump_usage_text() {
   return "usage: gdnbench dump [problem options as for run: --T --B --H --HV --K --V --dtypes --gate --delta\n"
-         "                      --h0 --frontend --gate-dist --beta-dist --scale --k-norm --h0-scale --seed]\n"
-         "                      --out DIR\n"
+         "                      --h0 --frontend --gate-dist --beta-dist --scale --k-norm --h0-scale --seed\n"
+         "                      --pass --dht] --out DIR\n"
          "  Writes one problem's inputs (q, k, v, g, beta, h0 as float32 .npy, values exact in the dtype)\n"
          "  and manifest.json to DIR. The options must describe exactly one problem (no lists).\n"
+         "  --pass bwd or fwdbwd: also the upstream gradients the harness's backwards get, dO (as o) and,\n"
+         "  unless --dht off, dhT (as hT), for gdnbench check --dq ... (the manifest gives the loss).\n"
          "  --frontend on: the raw projections and front-end parameters instead of q, k, v, g, beta\n"
          "  (x_q x_k x_v a b A_log dt_bias w_q w_k w_v bias_q bias_k bias_v, with h0 on also the conv\n"
          "  caches cache_q cache_k cache_v; manifest.json gives their layouts and the front end's ops).\n"
@@ -457,6 +573,8 @@ std::string dump_usage_text() {
 
 std::string check_usage_text() {
   return "usage: gdnbench check DIR --o o.npy [--ht hT.npy] [--ht-layout kv|vk] [--variant-name NAME]\n"
+         "                      [--pass fwd|bwd|fwdbwd] [--dq dq.npy --dk dk.npy --dv dv.npy --dg dg.npy\n"
+         "                       --dbeta dbeta.npy --dh0 dh0.npy]\n"
          "                      [--family gdn|attention] [--precision P] [--ref-o ref.npy]\n"
          "                      [--device NAME] [--csv OUT.csv] [--threads N]\n"
          "                      [--cache-q q.npy --cache-k k.npy --cache-v v.npy] [--tolerances FILE]\n"
@@ -470,6 +588,11 @@ std::string check_usage_text() {
          "  reference runs the front end too; --cache-q/k/v: the final conv caches [B, channels, 3],\n"
          "  which must be exact. --tolerances FILE: judge by a tolerance file (a path, or a name in\n"
          "  tolerances/; default builtin, docs/TOLERANCES.md); the verdict and the row name it.\n"
+         "  Gradients (a dump of dump --pass bwd or fwdbwd, which holds dO and dhT): --dq --dk --dv\n"
+         "  --dg --dbeta --dh0, any of them (dg with a gate, dh0 with h0), in the inputs' layouts (dq, dk\n"
+         "  [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V]), judged against the\n"
+         "  float64 backward by the bounds of verify --pass bwd (only fp32_math has them built in).\n"
+         "  --pass: what is judged; without it, what is given: o (fwd), gradients (bwd), or both (fwdbwd).\n"
          "  Exit 0 PASS, 1 FAIL, 2 usage error.\n";
 }
 
@@ -502,6 +625,8 @@ int run_dump(const std::vector<std::string>& args) {
     throw UsageError(fmt::format("dump: the options describe {} problems; give one value per option", distinct.size()));
   if (distinct[0]->context > 0)
     throw UsageError("dump: --context is not dumped (the KV cache of attention decode); use --context 0");
+  if (distinct[0]->frontend && pass_has_backward(distinct[0]->pass))
+    throw UsageError("dump: --pass bwd: a front-end problem has no backward; use --frontend off or --pass fwd");
   try {
     dump_problem(*distinct[0], inv.out_path);
   } catch (const std::bad_alloc&) {  // the problem, not --out: say its sizes and the bytes asked for
@@ -519,15 +644,30 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
       fmt::print("{}", check_usage_text());
       return 0;
     }
-  const Flags f = parse_flags(args, {"--o", "--ht", "--ht-layout", "--variant-name", "--family", "--precision",
-                                     "--ref-o", "--device", "--csv", "--threads", "--cache-q", "--cache-k",
-                                     "--cache-v", "--tolerances"},
-                              "check", "see gdnbench check --help");
+  std::vector<std::string> flags = {"--o", "--ht", "--ht-layout", "--variant-name", "--family", "--precision",
+                                    "--ref-o", "--device", "--csv", "--threads", "--cache-q", "--cache-k",
+                                    "--cache-v", "--tolerances", "--pass"};
+  for (Grad g : kGrads) flags.push_back(fmt::format("--{}", grad_name(g)));
+  const Flags f = parse_flags(args, flags, "check", "see gdnbench check --help");
   if (f.positional.size() != 1) throw UsageError("check: give one dump directory; see gdnbench check --help");
-  if (!f.values.count("--o")) throw UsageError("check: --o o.npy is required");
   CheckOptions opt;
   opt.dir = f.positional[0];
   const auto get = [&](const char* k, const std::string& def) { return f.values.count(k) ? f.values.at(k) : def; };
+  bool any_gradient = false;
+  for (Grad g : kGrads) {
+    opt.grad_paths[size_t(g)] = get(fmt::format("--{}", grad_name(g)).c_str(), "");
+    any_gradient = any_gradient || !opt.grad_paths[size_t(g)].empty();
+  }
+  // Without --pass: what the files given are of (o, the gradients, or both).
+  if (f.values.count("--pass")) {
+    const std::optional<Pass> pass = parse_pass(f.values.at("--pass"));
+    if (!pass) throw UsageError("check: --pass must be fwd, bwd or fwdbwd");
+    opt.pass = *pass;
+  } else if (!f.values.count("--o") && !any_gradient) {
+    throw UsageError("check: --o o.npy is required (or a backward's gradients, --dq ...); see gdnbench check --help");
+  } else {
+    opt.pass = !any_gradient ? Pass::fwd : f.values.count("--o") ? Pass::fwdbwd : Pass::bwd;
+  }
   opt.o_path = get("--o", "");
   opt.ht_path = get("--ht", "");
   const std::string layout = get("--ht-layout", "kv");
@@ -563,10 +703,17 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
 
   const ResultRow row = check_external(opt);
   const Problem& p = row.problem;
-  std::string line = fmt::format("{} {} {} {}: o rel_l2 {:.3g} (bound {:.3g}, {:.2f}x the rounding floor)",
-                                 status_name(row.status), opt.variant, opt.family, problem_text(p), row.o.rel_l2,
-                                 row.tol.o_rel_l2, row.o.err_vs_floor);
-  if (row.ht.present) line += fmt::format(", hT rel_l2 {:.3g} (bound {:.3g})", row.ht.rel_l2, row.tol.ht_rel_l2);
+  std::vector<std::string> measured;
+  if (row.o.present)
+    measured.push_back(fmt::format("o rel_l2 {:.3g} (bound {:.3g}, {:.2f}x the rounding floor)", row.o.rel_l2,
+                                   row.tol.o_rel_l2, row.o.err_vs_floor));
+  if (row.ht.present) measured.push_back(fmt::format("hT rel_l2 {:.3g} (bound {:.3g})", row.ht.rel_l2, row.tol.ht_rel_l2));
+  for (Grad g : kGrads)
+    if (row.grad[size_t(g)].present)
+      measured.push_back(fmt::format("{} rel_l2 {:.3g} (bound {:.3g})", grad_name(g), row.grad[size_t(g)].rel_l2,
+                                     row.tol.grad_rel_l2[size_t(g)]));
+  std::string line = fmt::format("{} {} {} {}: {}", status_name(row.status), opt.variant, opt.family, problem_text(p),
+                                 fmt::join(measured, ", "));
   line += fmt::format("; tolerances {} {}", opt.tolerances.name(), opt.tolerances.hash());
   if (!row.reason.empty()) line += "; " + row.reason;
   fmt::print("{}\n", line);

@@ -2,6 +2,7 @@
 //   gdnbench dump  [problem options] --out DIR   one problem's inputs as .npy + manifest.json
 //   gdnbench check DIR --o o.npy [--ht hT.npy]   the float64 reference of those inputs, the same
 //                                                 metrics and tolerance table; PASS/FAIL, a CSV row
+//   gdnbench check DIR --dq dq.npy ...           a backward's gradients against the float64 backward
 //
 // The dump directory (format "gdnbench-dump", version 1):
 //   manifest.json  shape (B T H HV K V), dtype, scale, seed, gate/delta/h0, distributions, file names
@@ -10,6 +11,12 @@
 //   g.npy          [B, T, HV]     float32 log decay (only when gate is on)
 //   beta.npy       [B, T, HV]     float32
 //   h0.npy         [B, HV, K, V]  float32, K x V state (only when h0 is on)
+// A backward pass ("pass": "bwd" or "fwdbwd"; dump --pass bwd) adds the upstream gradients of the
+// loss L = sum(dO .* o) + sum(dhT .* hT), drawn from the seed as the harness's backwards get them:
+//   dO.npy         [B, T, HV, V]  float32 holding values exact in `dtype`
+//   dhT.npy        [B, HV, K, V]  float32 (only with "dht": true; dump --dht off: L reads no hT)
+// and `check --dq --dk --dv --dg --dbeta --dh0` takes the gradients in the inputs' layouts (dq, dk
+// [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V]), any float type.
 // A front-end problem ("frontend": true; dump --frontend on) has instead of q, k, v, g, beta the
 // raw projections and front-end parameters of harness/frontend_inputs.h: x_q.npy x_k.npy
 // [B, T, H*K], x_v.npy [B, T, HV*V], a.npy b.npy [B, T, HV], A_log.npy dt_bias.npy [HV],
@@ -19,6 +26,7 @@
 // without a bf16 type, losslessly. `check` reads these files back (what the external code saw),
 // never regenerates them, and accepts o as <f4, <f8, <f2 or <u2 (bf16 bits), hT as any float type.
 #pragma once
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -50,11 +58,17 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
 
 struct CheckOptions {
   std::string dir;
-  std::string o_path, ht_path;  // ht_path empty: hT not judged
+  // What is judged: the forward's o (and hT), the gradients of the backward, or both. A backward
+  // check needs a dump of a backward pass (its dO, dhT) and one gradient at least.
+  Pass pass = Pass::fwd;
+  std::string o_path, ht_path;  // ht_path empty: hT not judged; o_path: required with the forward
   bool ht_vk = false;           // hT stored as [B, HV, V, K] (V x K state)
   std::string ref_o_path;       // float64 o computed elsewhere (large attention problems)
   // Front-end dumps: the final q, k, v conv caches ([B, channels, 3] each), or empty: not judged.
   std::vector<std::string> cache_paths;
+  // The backward's gradients (kGrads order: --dq --dk --dv --dg --dbeta --dh0) in gdnbench's layouts,
+  // each a .npy path or empty: not judged (and named in the row's reason).
+  std::array<std::string, kGradCount> grad_paths;
   std::string variant = "external";
   std::string family = "gdn";   // gdn | attention
   Precision precision = Precision::tensor_core;

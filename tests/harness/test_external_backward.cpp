@@ -1,0 +1,303 @@
+// The backward through `gdnbench dump --pass bwd` and `gdnbench check --dq ...`: the dump holds the
+// upstream gradients the harness's backwards get, the CPU backward's gradients written as an
+// external kernel would pass, a perturbed or non-finite one fails, and the misuses are one-line
+// usage errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "harness/external.h"
+#include "harness/io/csv.h"
+#include "harness/io/csv_read.h"
+#include "harness/io/errors.h"
+#include "harness/io/npy.h"
+#include "harness/variant.h"
+#include "tests/common/test_util.h"
+
+namespace {
+
+Problem backward_problem(uint64_t seed, DType dt, Pass pass = Pass::bwd) {
+  Problem p;
+  p.shape = GdnShape{2, 37, 2, 4, 16, 24};  // T past a chunk and not a multiple of one, GVA
+  p.dtype = dt;
+  p.use_h0 = true;
+  p.seed = seed;
+  p.pass = pass;
+  return p;
+}
+
+// cpu_recurrent's backward on the dumped inputs and upstream gradients, as an external kernel
+// would run on its copy of them.
+RunOutputs run_cpu_backward(const DumpedProblem& d) {
+  const VariantInfo* v = find_variant("cpu_recurrent");
+  REQUIRE(v);
+  REQUIRE(v->has_backward);
+  RunContext ctx;
+  ctx.cpu_threads = 2;
+  auto run = v->create(d.problem, d.inputs, ctx);
+  run->poison_outputs();
+  run->launch();
+  return run->read_outputs();
+}
+
+const std::vector<float>& gradient_of(const RunOutputs& out, Grad g) {
+  const std::vector<float>* all[] = {&out.dq, &out.dk, &out.dv, &out.dg, &out.dbeta, &out.dh0};
+  return *all[size_t(g)];
+}
+
+std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s) {
+  if (g == Grad::dq || g == Grad::dk) return {s.B, s.T, s.H, s.K};
+  if (g == Grad::dv) return {s.B, s.T, s.HV, s.V};
+  if (g == Grad::dh0) return {s.B, s.HV, s.K, s.V};
+  return {s.B, s.T, s.HV};
+}
+
+// Writes gradient g as an external kernel would: dq, dk, dv in the problem's dtype (bf16 bits for
+// bf16), the others float32. Returns the path.
+std::string write_gradient(const testutil::TempDir& dir, Grad g, const std::vector<float>& x, const Problem& p) {
+  const std::string path = dir.file(std::string(grad_name(g)) + ".npy");
+  const NpyType type = grad_has_dtype_floor(g) && p.dtype == DType::bf16 ? NpyType::bf16_u2 : NpyType::f4;
+  write_npy(path, gradient_shape(g, p.shape), x.data(), type);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("dump --pass bwd writes dO and dhT as the harness's backwards draw them", "[external][backward]") {
+  testutil::TempDir dir;
+  const uint64_t seed = testutil::fresh_seed();
+  INFO("seed " << seed);
+  Problem p = backward_problem(seed, DType::bf16);
+  p.use_dht = GENERATE(true, false);
+  INFO("dht " << p.use_dht);
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+
+  const DumpedProblem d = read_dump(dump);
+  CHECK(d.problem.pass == Pass::bwd);
+  CHECK(d.problem.use_dht == p.use_dht);
+  Problem resolved = p;
+  resolved.scale = p.resolved_scale();
+  CHECK(d.problem.input_key() == resolved.input_key());  // the upstream gradients' streams included
+  const HostInputs fresh = make_inputs(p);
+  REQUIRE(!fresh.dout.empty());
+  CHECK(d.inputs.dout == fresh.dout);  // exact: dO is stored as float32 holding bf16 values
+  CHECK(d.inputs.dhT == fresh.dhT);    // empty both with --dht off
+  CHECK(d.inputs.dhT.empty() == !p.use_dht);
+  CHECK(d.inputs.q == fresh.q);  // the forward's inputs stay as they were
+
+  const std::string manifest = testutil::read_text(dump + "/manifest.json");
+  CHECK_THAT(manifest, Catch::Contains("\"pass\": \"bwd\""));
+  CHECK_THAT(manifest, Catch::Contains(p.use_dht ? "\"dht\": true" : "\"dht\": false"));
+  CHECK_THAT(manifest, Catch::Contains("\"dO\": \"dO.npy\""));
+  CHECK((manifest.find("\"dhT\": \"dhT.npy\"") != std::string::npos) == p.use_dht);
+  CHECK_THAT(manifest, Catch::Contains("\"loss\""));
+
+  SECTION("a forward dump holds no dO and says pass fwd") {
+    const std::string fwd = dir.file("fwd");
+    dump_problem(backward_problem(seed, DType::bf16, Pass::fwd), fwd);
+    CHECK_THAT(testutil::read_text(fwd + "/manifest.json"), Catch::Contains("\"pass\": \"fwd\""));
+    CHECK(read_dump(fwd).inputs.dout.empty());
+    CHECK_FALSE(std::filesystem::exists(fwd + "/dO.npy"));
+  }
+}
+
+TEST_CASE("check --dq ...: the CPU backward passes, a perturbed or non-finite gradient fails",
+          "[external][backward]") {
+  testutil::TempDir dir;
+  const uint64_t seed = testutil::fresh_seed();
+  INFO("seed " << seed);
+  const DType dt = GENERATE(DType::bf16, DType::f32);
+  INFO(dtype_name(dt));
+  const Problem p = backward_problem(seed, dt);
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+  const DumpedProblem d = read_dump(dump);
+  const RunOutputs out = run_cpu_backward(d);
+
+  CheckOptions opt;
+  opt.dir = dump;
+  opt.pass = Pass::bwd;
+  opt.variant = "ext:cpu";
+  opt.precision = Precision::fp32_math;  // the only class with gradient bounds built in
+  opt.threads = 2;
+  for (Grad g : kGrads) opt.grad_paths[size_t(g)] = write_gradient(dir, g, gradient_of(out, g), p);
+
+  SECTION("the honest gradients pass, each compared and bounded as verify --pass bwd does") {
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::pass);
+    CHECK(row.reason.empty());
+    CHECK(row.problem.pass == Pass::bwd);
+    CHECK_FALSE(row.o.present);
+    for (Grad g : kGrads) {
+      INFO(grad_name(g));
+      const TensorMetrics& m = row.grad[size_t(g)];
+      CHECK(m.present);
+      CHECK(m.rel_l2 > 0);  // float32 arithmetic or the dtype's rounding: never exactly the float64 answer
+      CHECK(m.rel_l2 <= row.tol.grad_rel_l2[size_t(g)]);
+    }
+  }
+  SECTION("a perturbed dk fails, and only dk") {
+    std::vector<float> bad = out.dk;
+    for (size_t i = 0; i < bad.size(); i += 5) bad[i] *= 1.05f;
+    opt.grad_paths[size_t(Grad::dk)] = write_gradient(dir, Grad::dk, bad, p);
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::fail);
+    CHECK_THAT(row.reason, Catch::Contains("dk rel_l2"));
+    CHECK_THAT(row.reason, !Catch::Contains("dq rel_l2"));
+    CHECK(row.grad[size_t(Grad::dk)].rel_l2 > row.tol.grad_rel_l2[size_t(Grad::dk)]);
+  }
+  SECTION("a NaN in dbeta fails with its count") {
+    std::vector<float> bad = out.dbeta;
+    bad[bad.size() / 3] = NAN;
+    opt.grad_paths[size_t(Grad::dbeta)] = write_gradient(dir, Grad::dbeta, bad, p);
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::fail);
+    CHECK(row.grad[size_t(Grad::dbeta)].nan_count == 1);
+    CHECK_THAT(row.reason, Catch::Contains("dbeta: 1 non-finite"));
+  }
+  SECTION("dh0 of another head fails: the state's gradient is compared element by element") {
+    std::vector<float> swapped = out.dh0;
+    const long head = long(p.shape.K * p.shape.V);
+    std::swap_ranges(swapped.begin(), swapped.begin() + head, swapped.begin() + head);  // heads 0 and 1
+    opt.grad_paths[size_t(Grad::dh0)] = write_gradient(dir, Grad::dh0, swapped, p);
+    CHECK(check_external(opt).status == Status::fail);
+  }
+  SECTION("a subset is judged alone, and the row says what was not given") {
+    for (Grad g : kGrads)
+      if (g != Grad::dk) opt.grad_paths[size_t(g)].clear();
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::pass);
+    CHECK(row.grad[size_t(Grad::dk)].present);
+    CHECK_FALSE(row.grad[size_t(Grad::dq)].present);
+    CHECK_THAT(row.reason, Catch::Contains("not given: dq, dv, dg, dbeta, dh0"));
+  }
+  SECTION("the built-in tensor_core class has no gradient bounds yet: FAIL, saying so") {
+    opt.precision = Precision::tensor_core;
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::fail);
+    CHECK_THAT(row.reason, Catch::Contains("dq: the tolerance profile has no bound for tensor_core"));
+    CHECK(row.grad[size_t(Grad::dq)].present);  // measured all the same: the figures a bound needs
+  }
+}
+
+TEST_CASE("check of a backward: misuses are usage errors naming what is wrong", "[external][backward]") {
+  testutil::TempDir dir;
+  const Problem p = backward_problem(testutil::fresh_seed(), DType::f32);
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+  const DumpedProblem d = read_dump(dump);
+  const RunOutputs out = run_cpu_backward(d);
+  CheckOptions opt;
+  opt.dir = dump;
+  opt.pass = Pass::bwd;
+  opt.precision = Precision::fp32_math;
+  const std::string dk = write_gradient(dir, Grad::dk, out.dk, p);
+
+  SECTION("no gradient at all: nothing to judge, not a PASS") {
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("give at least one of --dq"));
+  }
+  SECTION("a gradient of the wrong shape") {
+    write_npy(dir.file("dk_short.npy"), {p.shape.B, p.shape.T - 1, p.shape.H, p.shape.K}, out.dk.data(), NpyType::f4);
+    opt.grad_paths[size_t(Grad::dk)] = dir.file("dk_short.npy");
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--dk") && Catch::Contains("has shape 2x36x2x16"));
+  }
+  SECTION("a missing file") {
+    opt.grad_paths[size_t(Grad::dq)] = dir.file("nope.npy");
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("cannot read"));
+  }
+  SECTION("dh0 of a problem without h0, dg of one without a gate") {
+    Problem q = p;
+    q.use_h0 = false;
+    q.use_gate = false;
+    dump_problem(q, dir.file("plain"));
+    opt.dir = dir.file("plain");
+    opt.grad_paths[size_t(Grad::dh0)] = dir.file("dh0.npy");
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--dh0: the problem has no h0"));
+    opt.grad_paths[size_t(Grad::dh0)].clear();
+    opt.grad_paths[size_t(Grad::dg)] = dir.file("dg.npy");
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--dg: the problem has no gate"));
+  }
+  SECTION("a forward dump has no dO to differentiate against") {
+    dump_problem(backward_problem(p.seed, DType::f32, Pass::fwd), dir.file("fwd"));
+    opt.dir = dir.file("fwd");
+    opt.grad_paths[size_t(Grad::dk)] = dk;
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("holds no dO"));
+  }
+  SECTION("o under --pass bwd, gradients under --pass fwd") {
+    opt.grad_paths[size_t(Grad::dk)] = dk;
+    opt.o_path = dir.file("o.npy");
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--pass fwdbwd"));
+    opt.pass = Pass::fwd;
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--dk: gradients are judged under --pass bwd"));
+  }
+}
+
+TEST_CASE("the binary: dump --pass bwd, check --dq ... --csv, exit codes", "[external][backward][cli]") {
+  testutil::TempDir dir;
+  const std::string dump = dir.file("dump");
+  testutil::ProcessResult r = testutil::run_gdnbench("dump --T 40 --B 1 --H 2 --K 16 --V 16 --dtypes bf16 --h0 on "
+                                                     "--pass fwdbwd --seed 7 --out '" + dump + "'");
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("pass=fwdbwd dht=on"));
+  const DumpedProblem d = read_dump(dump);
+  REQUIRE(d.problem.pass == Pass::fwdbwd);
+  const RunOutputs out = run_cpu_backward(d);
+  std::string grads;
+  for (Grad g : kGrads)
+    grads += fmt::format(" --{} '{}'", grad_name(g), write_gradient(dir, g, gradient_of(out, g), d.problem));
+  write_npy(dir.file("o.npy"), {1, 40, 2, 16}, out.o.data(), NpyType::bf16_u2);
+  write_npy(dir.file("hT.npy"), {1, 2, 16, 16}, out.hT.data(), NpyType::f4);
+  const std::string csv = dir.file("ext.csv");
+  const std::string check = "check '" + dump + "' --precision fp32_math --csv '" + csv + "'";
+
+  r = testutil::run_gdnbench(check + " --variant-name ext:cpu" + grads);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.rfind("PASS ext:cpu", 0) == 0);
+  CHECK_THAT(r.out, Catch::Contains("dbeta rel_l2"));
+  r = testutil::run_gdnbench(check + " --variant-name ext:cpu_both --o '" + dir.file("o.npy") + "' --ht '" +
+                             dir.file("hT.npy") + "'" + grads);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("o rel_l2") && Catch::Contains("dq rel_l2"));
+
+  std::vector<float> bad = out.dk;
+  for (float& x : bad) x = -x;
+  write_npy(dir.file("dk_bad.npy"), {1, 40, 2, 16}, bad.data(), NpyType::f4);
+  r = testutil::run_gdnbench(check + " --variant-name ext:bad --dk '" + dir.file("dk_bad.npy") + "'");
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.rfind("FAIL ext:bad", 0) == 0);
+
+  const CsvTable t = read_gdnbench_csv(csv, {"variant", "status", "pass", "dht", "dq_rel_l2", "tol_dk", "o_rel_l2"});
+  REQUIRE(t.rows.size() == 3);
+  CHECK(t.cell(0, "pass") == "bwd");
+  CHECK(t.cell(0, "dht") == "on");
+  CHECK(t.cell(0, "status") == "PASS");
+  CHECK_FALSE(t.cell(0, "dq_rel_l2").empty());
+  CHECK_FALSE(t.cell(0, "tol_dk").empty());
+  CHECK(t.cell(0, "o_rel_l2").empty());
+  CHECK(t.cell(1, "pass") == "fwdbwd");
+  CHECK_FALSE(t.cell(1, "o_rel_l2").empty());
+  CHECK(t.cell(2, "status") == "FAIL");
+  CHECK(t.cell(2, "dq_rel_l2").empty());  // not given, not compared
+
+  SECTION("usage errors: exit 2, one line") {
+    write_npy(dir.file("dk_wide.npy"), {1, 40, 2, 17}, out.dk.data(), NpyType::f4);
+    for (const std::string& args :
+         {"check '" + dump + "' --pass bwd", "check '" + dump + "' --pass bwd --o '" + dir.file("o.npy") + "'",
+          "check '" + dump + "' --dk '" + dir.file("dk_wide.npy") + "'",
+          "check '" + dump + "' --dk '" + dir.file("missing.npy") + "'", "check '" + dump + "' --pass back --dk x",
+          std::string("dump --T 40 --pass fwd,bwd --out '") + dir.file("x") + "'",
+          std::string("dump --T 40 --pass bwd --frontend on --out '") + dir.file("x") + "'"}) {
+      INFO(args);
+      const testutil::ProcessResult e = testutil::run_gdnbench(args);
+      CHECK(e.exit_code == 2);
+      CHECK(e.err_lines().size() == 1);
+    }
+  }
+}
