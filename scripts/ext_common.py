@@ -66,10 +66,11 @@ def csv_header(binary, workdir, tolerances="builtin"):
         return reader.fieldnames, {c: row[c] for c in RUN_CELLS}
 
 
-def dump(binary, shape, seed, outdir):
+def dump(binary, shape, seed, outdir, pass_="fwd", dht="on"):
+    """A backward pass (`pass_` bwd or fwdbwd) also dumps the upstream gradients dO and (dht on) dhT."""
     args = ["dump", "--B", str(shape["B"]), "--T", str(shape["T"]), "--H", str(shape["H"]),
             "--K", str(shape["K"]), "--V", str(shape["V"]), "--dtypes", shape["dtype"],
-            "--h0", shape["h0"], "--seed", str(seed), "--out", outdir]
+            "--h0", shape["h0"], "--pass", pass_, "--dht", dht, "--seed", str(seed), "--out", outdir]
     run_gdnbench(binary, args)
     return read_manifest(outdir)
 
@@ -87,15 +88,16 @@ def load_inputs(outdir, manifest):
     return {name: np.load(os.path.join(outdir, fname)) for name, fname in manifest["files"].items()}
 
 
-def check(binary, outdir, o_path, ht_path, variant, family, device, ref_o=None, tolerances="builtin"):
-    """gdnbench check's verdict as the row it appends (a dict of the CSV schema) and its exit code."""
+def check(binary, outdir, outputs, variant, family, device, pass_="fwd", ref_o=None, tolerances="builtin"):
+    """gdnbench check's verdict as the row it appends (a dict of the CSV schema) and its exit code.
+    `outputs`: check's flag names (o, ht; dq, dk, dv, dg, dbeta, dh0) to the .npy files that hold them."""
     tmp = os.path.join(outdir, f"check_{variant.replace(':', '_')}.csv")
     if os.path.exists(tmp):
         os.remove(tmp)
-    args = ["check", outdir, "--o", o_path, "--variant-name", variant, "--family", family,
-            "--device", device, "--tolerances", tolerances, "--csv", tmp]
-    if ht_path:
-        args += ["--ht", ht_path]
+    args = ["check", outdir, "--pass", pass_, "--variant-name", variant, "--family", family,
+            "--precision", precision_of(variant), "--device", device, "--tolerances", tolerances, "--csv", tmp]
+    for name, path in outputs.items():
+        args += [f"--{name}", path]
     if ref_o:
         args += ["--ref-o", ref_o]
     p = run_gdnbench(binary, args, ok=(0, 1))
@@ -109,15 +111,31 @@ def family_of(variant):
     return "attention" if variant.startswith("ext:sdpa") else "gdn"
 
 
+def precision_of(variant):
+    """The row of the tolerance table a variant is judged by: the peers' kernels are tensor-core ones;
+    the self-test's numpy stand-ins compute in float64 and write float32 (fp32_math, which alone has
+    gradient bounds built in)."""
+    return "fp32_math" if variant.startswith("selftest:") else "tensor_core"
+
+
 def skipped_row(manifest, variant, device, reason, status="SKIPPED"):
     """A row with the problem's columns and no measurement; CsvOut fills the other columns."""
     return {"device": device, "command": "ext_runner", "suite": "scripts/ext_runner.py",
             "seed": str(manifest["seed"]), "variant": variant, "family": family_of(variant), "backend": "ext",
-            "precision": "tensor_core", "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
+            "precision": precision_of(variant), "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
             "H": manifest["H"], "HV": manifest["HV"], "K": manifest["K"], "V": manifest["V"],
             "chunk": "64", "gate": "on" if manifest["gate"] else "off",
             "delta": "on" if manifest["delta"] else "off", "h0": "on" if manifest["h0"] else "off",
+            "pass": pass_of(manifest), "dht": ("on" if manifest["dht"] else "off") if has_backward(manifest) else "",
             "status": status, "reason": reason}
+
+
+def pass_of(manifest):
+    return manifest.get("pass", "fwd")  # manifests of gdnbench before backward dumps have none
+
+
+def has_backward(manifest):
+    return pass_of(manifest) != "fwd"
 
 
 # ---- the parent's side of a child process (scripts/ext_runner.py --child) ------------------------

@@ -31,12 +31,23 @@ imports torch. A child's outcome becomes its row:
     while timing: ..." (the outputs were right, yet launching the same call again faulted).
 Exit status: 1 when a check failed or anything crashed, else 0.
 
+The backward (--pass bwd or fwdbwd): the dump adds the upstream gradients dO and dhT (`gdnbench dump
+--pass`), the variants that have a backward (ext:fla_chunk, ext:flashqla; the others give SKIPPED rows
+"no backward pass") run through torch autograd on leaves of the dumped inputs, and their gradients
+dq, dk, dv, dg, dbeta, dh0 are judged by `gdnbench check --pass ... --dq ...` against the float64
+backward. --pass bwd times the backward alone (autograd over the forward's graph, kept), as the
+harness's bwd rows; --pass fwdbwd the training step, forward and backward as one region, and judges
+o and hT too. The built-in tolerance table has gradient bounds for fp32_math only: a peer's
+tensor-core backward FAILs "no bound" (with every gradient's rel_l2 in its row, the measurement a
+bound needs) unless --tolerances names a profile with dq=... entries for it; a FAIL is not timed.
+
 Attention above --check-max-T is too long for the CPU float64 reference of `gdnbench check`; there
 the float64 reference is computed on the GPU (query blocks, float64 GEMMs) by a child and handed
 to `gdnbench check --ref-o`, which still applies the metrics and bounds.
 
   scripts/ext_runner.py --gdnbench build-gpu/gdnbench --out reports/ext.csv --T 512,1024,8192
-  scripts/ext_runner.py --gdnbench build/gdnbench --self-test     # no GPU: dump/check/CSV, isolation
+  scripts/ext_runner.py --gdnbench build-gpu/gdnbench --pass fwdbwd --variants ext:fla_chunk,ext:flashqla --T 4096
+  scripts/ext_runner.py --gdnbench build/gdnbench --self-test     # no GPU: dump/check/CSV, isolation, backward
 """
 import argparse
 import os
@@ -47,13 +58,17 @@ import tempfile
 import time
 import traceback
 
-from ext_common import (CsvOut, check, csv_header, dump, fail, family_of, first_line, load_inputs, read_manifest,
-                        row_of, run_gdnbench, run_isolated, sample_until_done, skipped_row, timed_row, write_json)
+from ext_common import (CsvOut, check, csv_header, dump, fail, family_of, first_line, has_backward, load_inputs,
+                        pass_of, read_manifest, row_of, run_gdnbench, run_isolated, sample_until_done, skipped_row,
+                        timed_row, write_json)
+from ext_numpy import gdn_backward, gdn_forward
 
 VARIANTS = ("ext:fla_chunk", "ext:fla_fused_recurrent", "ext:flashqla", "ext:sdpa_flash", "ext:sdpa_cudnn")
 # Stand-ins for the self-test (numpy, no GPU): a correct kernel, a wrong one, and each way to die.
 SELF_TEST_VARIANTS = ("selftest:good", "selftest:bad", "selftest:unsupported", "selftest:segv",
                       "selftest:timing_raise", "selftest:hang")
+# Those with a backward (torch autograd through the peer's own backward kernels), and the stand-ins.
+BACKWARD_VARIANTS = ("ext:fla_chunk", "ext:flashqla") + SELF_TEST_VARIANTS
 
 
 class Unsupported(Exception):
@@ -86,7 +101,7 @@ def gdn_function(variant, manifest):
 
 
 def gdn_prepare(variant, host, manifest):
-    """Device tensors and (launch, fetch); fetch() gives o [B, T, HV, V] and hT [B, HV, K, V] in numpy.
+    """Device tensors and (launch, fetch); fetch() gives {"o": [B, T, HV, V], "ht": [B, HV, K, V]} in numpy.
 
     Arguments after q, k, v go by keyword: the two functions differ in position (chunk takes
     g, beta; fused_recurrent takes g, gk, gv, beta), and a positional beta lands in
@@ -97,13 +112,8 @@ def gdn_prepare(variant, host, manifest):
     [B, HV, K, V] (state_v_first off), no in-kernel l2norm (q and k are normalised in the dump).
     FlashQLA's chunk_gated_delta_rule documents the same call and layout.
     """
-    import inspect
     import torch
-    fn = gdn_function(variant, manifest)
-    params = inspect.signature(fn).parameters
-    missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
-    if missing:
-        raise Unsupported(f"{fn.__module__}.{fn.__name__} has no parameter {', '.join(missing)}: its API changed")
+    fn = gdn_call(variant, manifest)
     dt = torch_dtype(manifest["dtype"])
     # Cast on the host (exact: the values are dt values), so no float32 copy inflates the peak.
     q, k, v = (torch.from_numpy(host[n]).to(dt).cuda() for n in ("q", "k", "v"))
@@ -116,11 +126,85 @@ def gdn_prepare(variant, host, manifest):
         out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
                                  output_final_state=True)
 
+    return launch, lambda: gdn_outputs(out, manifest)
+
+
+def gdn_call(variant, manifest):
+    """The peer's function, its keywords checked (see gdn_prepare)."""
+    import inspect
+    fn = gdn_function(variant, manifest)
+    params = inspect.signature(fn).parameters
+    missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
+    if missing:
+        raise Unsupported(f"{fn.__module__}.{fn.__name__} has no parameter {', '.join(missing)}: its API changed")
+    return fn
+
+
+def gdn_outputs(out, manifest):
+    """o and hT of a peer's call as numpy float32 (an exact widening), their shapes checked."""
+    B, T, HV, K, V = manifest["B"], manifest["T"], manifest["HV"], manifest["K"], manifest["V"]
+    if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (B, HV, K, V):
+        raise ValueError(f"o {tuple(out['o'].shape)}, hT {tuple(out['ht'].shape)}: not the documented shapes")
+    return {"o": out["o"].detach().float().cpu().numpy(), "ht": out["ht"].detach().float().contiguous().cpu().numpy()}
+
+
+def gdn_train_prepare(variant, host, manifest):
+    """The peer's backward through torch autograd: (launch, fetch) as gdn_prepare's. launch() runs the
+    backward alone (pass bwd: the forward ran once here and its graph is kept) or the forward then the
+    backward (fwdbwd); fetch() gives the gradients, and for fwdbwd o and hT too.
+
+    The call is gdn_prepare's, on leaves that require gradients: q, k, v in the dtype, g the log decay
+    itself (so dg is dL/dg of gdnbench's g; without a gate g is zeros, no leaf, and there is no dg),
+    beta and h0 float32. The loss is the dump's, L = sum(dO .* o) + sum(dhT .* hT): dO cast to the
+    dtype of o (exact: it holds dtype values), dhT float32 as hT, and o alone where the dump has no
+    dhT. Autograd returns each gradient in its input's shape, and those are gdnbench's layouts: dq, dk
+    [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V] (K x V, state_v_first
+    off). So the mapping is the widening to float32 alone; fetch checks the shapes all the same.
+    """
+    import torch
+    fn = gdn_call(variant, manifest)
+    dt = torch_dtype(manifest["dtype"])
+    q, k, v = (torch.from_numpy(host[n]).to(dt).cuda().requires_grad_() for n in ("q", "k", "v"))
+    beta = torch.from_numpy(host["beta"]).cuda().requires_grad_()
+    g = torch.from_numpy(host["g"]).cuda().requires_grad_() if "g" in host else torch.zeros_like(beta).detach()
+    h0 = torch.from_numpy(host["h0"]).cuda().requires_grad_() if "h0" in host else None
+    leaves = {"dq": q, "dk": k, "dv": v, "dg": g if "g" in host else None, "dbeta": beta, "dh0": h0}
+    leaves = {name: x for name, x in leaves.items() if x is not None}
+    d_o = torch.from_numpy(host["dO"]).to(dt).cuda()
+    d_ht = torch.from_numpy(host["dhT"]).cuda() if "dhT" in host else None
+    out = {}
+
+    def forward():
+        out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
+                                 output_final_state=True)
+
+    def backward(keep_graph):
+        outputs, upstream = ([out["o"], out["ht"]], [d_o, d_ht]) if d_ht is not None else ([out["o"]], [d_o])
+        out["grads"] = torch.autograd.grad(outputs, list(leaves.values()), upstream, retain_graph=keep_graph,
+                                           allow_unused=True)
+
+    if pass_of(manifest) == "bwd":
+        forward()
+
+        def launch():
+            backward(True)
+    else:
+        def launch():
+            forward()
+            backward(False)
+
     def fetch():
-        B, T, HV, K, V = manifest["B"], manifest["T"], manifest["HV"], manifest["K"], manifest["V"]
-        if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (B, HV, K, V):
-            raise ValueError(f"o {tuple(out['o'].shape)}, hT {tuple(out['ht'].shape)}: not the documented shapes")
-        return out["o"].float().cpu().numpy(), out["ht"].float().contiguous().cpu().numpy()  # exact widening
+        B, T, H, HV, K, V = (manifest[n] for n in ("B", "T", "H", "HV", "K", "V"))
+        shapes = {"dq": (B, T, H, K), "dk": (B, T, H, K), "dv": (B, T, HV, V), "dg": (B, T, HV),
+                  "dbeta": (B, T, HV), "dh0": (B, HV, K, V)}
+        res = gdn_outputs(out, manifest) if pass_of(manifest) == "fwdbwd" else {}
+        for name, x in zip(leaves, out["grads"]):
+            if x is None:
+                raise ValueError(f"{name}: autograd gave no gradient (the call does not read the input)")
+            if tuple(x.shape) != shapes[name]:
+                raise ValueError(f"{name} {tuple(x.shape)}: not the shape of its input {shapes[name]}")
+            res[name] = x.float().contiguous().cpu().numpy()
+        return res
     return launch, fetch
 
 
@@ -137,13 +221,22 @@ def sdpa_prepare(variant, host, manifest):
         with sdpa_kernel(backend):
             out["o"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
                                                                         scale=manifest["scale"])
-    return launch, lambda: (out["o"].transpose(1, 2).float().contiguous().cpu().numpy(), None)
+    return launch, lambda: {"o": out["o"].transpose(1, 2).float().contiguous().cpu().numpy()}
 
 
 def selftest_prepare(variant, host, manifest):
+    """numpy float64 (scripts/ext_numpy.py) written as float32; selftest:bad plants a bug: the sign of o
+    in the forward, dk 10% off in a backward."""
+    import numpy as np
     if variant == "selftest:unsupported":
         raise Unsupported("stand-in for a shape the variant does not take")
-    o, S = numpy_gdn(host, manifest)
+    o, states = gdn_forward(host, manifest)
+    res = {"o": o, "ht": states[-1]} if pass_of(manifest) != "bwd" else {}
+    if has_backward(manifest):
+        res.update(gdn_backward(host, manifest, states))
+    res = {name: x.astype(np.float32) for name, x in res.items()}
+    if variant == "selftest:bad":
+        res.update({"dk": res["dk"] * np.float32(1.1)} if "dk" in res else {"o": -res["o"]})
     calls = [0]
 
     def launch():
@@ -154,7 +247,7 @@ def selftest_prepare(variant, host, manifest):
             time.sleep(3600)
         if variant == "selftest:timing_raise" and calls[0] > 1:
             raise RuntimeError("stand-in for a fault on a later launch\nsecond line, not in the CSV")
-    return launch, lambda: (-o if variant == "selftest:bad" else o, S)
+    return launch, lambda: res
 
 
 def cuda_sampler(launch, graph=False):
@@ -202,21 +295,22 @@ def measure(variant, args, state):
         torch.cuda.synchronize()  # initialises the context, so the peak below is this launch's alone
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-    prepare = {"gdn": gdn_prepare, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
+    gdn = gdn_train_prepare if has_backward(manifest) else gdn_prepare
+    prepare = {"gdn": gdn, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
     launch, fetch = prepare(variant, host, manifest)
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     launch()
     sync()
     peak = torch.cuda.max_memory_allocated() - base if gpu else None
-    o, ht = fetch()
-    o_path, ht_path = os.path.join(d, "o.npy"), os.path.join(d, "ht.npy") if ht is not None else None
-    np.save(o_path, o)
-    if ht_path:
-        np.save(ht_path, ht)
-    row, rc = check(args.gdnbench, d, o_path, ht_path, variant, family_of(variant), args.device, args.ref_o,
+    # Each output under the name of its flag of gdnbench check: o, ht; dq, dk, dv, dg, dbeta, dh0.
+    outputs = fetch()
+    paths = {name: os.path.join(d, f"{name}.npy") for name in outputs}
+    for name, x in outputs.items():
+        np.save(paths[name], x)
+    row, rc = check(args.gdnbench, d, paths, variant, family_of(variant), args.device, pass_of(manifest), args.ref_o,
                     args.tolerances)
-    for p in (o_path, ht_path):
-        if p and os.path.exists(p):
+    for p in paths.values():
+        if os.path.exists(p):
             os.remove(p)
     row.update({"command": "ext_runner", "suite": "scripts/ext_runner.py"})
     state.update(stage="checked", row=row)
@@ -318,7 +412,10 @@ def run_shape(args, d, manifest, variants, device, out):
     for v in variants:
         attention = family_of(v) == "attention"
         needs_ref = attention and manifest["T"] > args.check_max_T
-        if attention and not plain:
+        if has_backward(manifest) and v not in BACKWARD_VARIANTS:
+            row, bad = skipped_row(manifest, v, device, f"no backward pass (--pass {pass_of(manifest)}: {v} runs the "
+                                                        "forward only here)"), False
+        elif attention and not plain:
             row, bad = skipped_row(manifest, v, device, "attention baselines run only on the plain GDN configuration"), False
         else:
             if needs_ref and ref is None:  # once per shape, shared by the SDPA backends
@@ -338,24 +435,7 @@ def run_shape(args, d, manifest, variants, device, out):
 
 
 # ---- the self-test (no GPU): dump, a numpy recurrence as the "external" kernel, check, CSV ------
-
-def numpy_gdn(host, manifest):
-    import numpy as np
-    q, k, v, beta = (host[n].astype(np.float64) for n in ("q", "k", "v", "beta"))
-    g = host["g"].astype(np.float64) if "g" in host else np.zeros_like(beta)
-    B, T, H, K = q.shape
-    HV, V = v.shape[2], v.shape[3]
-    S = host["h0"].astype(np.float64).copy() if "h0" in host else np.zeros((B, HV, K, V))
-    o = np.zeros((B, T, HV, V))
-    for t in range(T):
-        for hv in range(HV):
-            h = hv // (HV // H)
-            S[:, hv] *= np.exp(g[:, t, hv])[:, None, None]
-            u = beta[:, t, hv, None] * (v[:, t, hv] - np.einsum("bkv,bk->bv", S[:, hv], k[:, t, h]))
-            S[:, hv] += np.einsum("bk,bv->bkv", k[:, t, h], u)
-            o[:, t, hv] = manifest["scale"] * np.einsum("bkv,bk->bv", S[:, hv], q[:, t, h])
-    return o.astype(np.float32), S.astype(np.float32)
-
+# (the recurrence and its backward: scripts/ext_numpy.py)
 
 def self_test(args):
     import csv
@@ -385,9 +465,45 @@ def self_test(args):
         assert len(CsvOut(out.path, header, run_cells).rows) == len(SELF_TEST_VARIANTS)  # reopens and keeps them
         assert all(r["tolerances"] == "builtin" and r["schema_version"] == run_cells["schema_version"]
                    for r in rows.values()), "every row, SKIPPED ones too, names its profile"
-        run_gdnbench(binary, ["report", out.path, "--out", os.path.join(work, "r.md")])
+        bwd_csv = backward_self_test(args, work, shape, header, run_cells)
+        run_gdnbench(binary, ["report", out.path, bwd_csv, "--out", os.path.join(work, "r.md")])
     print("ext_runner self-test: dump, child PASS/FAIL, unsupported, SIGSEGV, fault while timing, "
-          "hang, CSV, report: ok")
+          "hang, CSV, report; backward (bwd, fwdbwd, dht off): gradients PASS/FAIL, no backward, SIGSEGV: ok")
+
+
+def backward_self_test(args, work, shape, header, run_cells):
+    """The backward's plumbing: dO/dhT dumped, numpy gradients in gdnbench's layouts judged by check."""
+    import csv
+    bwd_variants = ["selftest:good", "selftest:bad", "selftest:unsupported", "selftest:segv",
+                    "selftest:timing_raise", "ext:sdpa_flash", "ext:fla_fused_recurrent"]
+    out = CsvOut(os.path.join(work, "ext_bwd.csv"), header, run_cells)
+    totals = []
+    for pass_, dht, variants in (("bwd", "on", bwd_variants), ("fwdbwd", "off", ["selftest:good", "selftest:bad"])):
+        d = os.path.join(work, f"dump_{pass_}")
+        manifest = dump(args.gdnbench, shape, 6, d, pass_, dht)
+        assert os.path.exists(os.path.join(d, "dO.npy")) and os.path.exists(os.path.join(d, "dhT.npy")) == (dht == "on")
+        totals.append(run_shape(args, d, manifest, variants, "self-test", out))
+    with open(out.path, newline="") as f:
+        rows = {(r["pass"], r["variant"]): r for r in csv.DictReader(f)}
+    good, bad = rows[("bwd", "selftest:good")], rows[("bwd", "selftest:bad")]
+    assert (good["status"], good["reason"], good["dht"]) == ("PASS", "", "on"), good
+    assert all(good[f"{n}_rel_l2"] for n in ("dq", "dk", "dv", "dg", "dbeta", "dh0")), "every gradient judged"
+    assert not good["o_rel_l2"] and int(good["samples"]) >= 10, "bwd judges and times the backward alone"
+    assert bad["status"] == "FAIL" and "dk rel_l2" in bad["reason"] and "dq rel_l2" not in bad["reason"], bad
+    assert not bad["samples"], "a wrong gradient has no speed"
+    assert rows[("bwd", "selftest:unsupported")]["status"] == "SKIPPED"
+    segv = rows[("bwd", "selftest:segv")]
+    assert (segv["status"], segv["reason"], segv["pass"]) == ("SKIPPED", "crashed: killed by SIGSEGV", "bwd"), segv
+    raised = rows[("bwd", "selftest:timing_raise")]
+    assert raised["status"] == "FAIL" and raised["reason"].startswith("PASS, then failed while timing"), raised
+    assert raised["dq_rel_l2"], "the check's gradient metrics are kept"
+    for v in ("ext:sdpa_flash", "ext:fla_fused_recurrent"):
+        assert rows[("bwd", v)]["reason"].startswith("no backward pass (--pass bwd"), rows[("bwd", v)]
+    both, both_bad = rows[("fwdbwd", "selftest:good")], rows[("fwdbwd", "selftest:bad")]
+    assert (both["status"], both["dht"]) == ("PASS", "off") and both["o_rel_l2"] and both["dq_rel_l2"], both
+    assert both_bad["status"] == "FAIL" and "dk rel_l2" in both_bad["reason"], both_bad
+    assert totals == [(2, 2), (1, 0)], totals  # (failed, crashed): bad and timing_raise; segv and timing_raise
+    return out.path
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -415,6 +531,11 @@ def parse_args():
     p.add_argument("--V", default="128")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16", "fp32"))
     p.add_argument("--h0", default="off", choices=("on", "off"))
+    p.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "bwd", "fwdbwd"),
+                   help="the forward; the backward alone (gradients judged, the backward timed); or the training "
+                        "step (o, hT and gradients judged, forward and backward timed as one region)")
+    p.add_argument("--dht", default="on", choices=("on", "off"),
+                   help="backward passes: the loss reads hT too (off: dL/dhT = 0), as gdnbench --dht")
     p.add_argument("--seed", type=int, default=None, help="input seed (default: drawn, recorded in the rows)")
     p.add_argument("--check-max-T", type=int, default=8192,
                    help="attention above this T: float64 reference on the GPU, judged by gdnbench check --ref-o")
@@ -453,6 +574,8 @@ def main():
             fail(f"--variants: unknown '{v}' (use {', '.join(VARIANTS)})")
     if args.min_samples < 1 or args.max_samples < args.min_samples or args.warmup < 0:
         fail("timing: need warmup >= 0 and 1 <= min-samples <= max-samples")
+    if args.graph and args.pass_ != "fwd":
+        fail("--graph: backward passes are timed with events (autograd is not captured in a CUDA graph here)")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little") >> 1
     work = args.workdir or tempfile.mkdtemp(prefix="gdnbench_ext_")
     os.makedirs(work, exist_ok=True)
@@ -471,7 +594,7 @@ def main():
                 shape = {"B": B, "T": T, "H": H, "K": int_list(args.K)[0], "V": int_list(args.V)[0],
                          "dtype": args.dtype, "h0": args.h0}
                 d = os.path.join(work, f"B{B}_T{T}_H{H}")
-                manifest = dump(args.gdnbench, shape, seed, d)
+                manifest = dump(args.gdnbench, shape, seed, d, args.pass_, args.dht)
                 f, c = run_shape(args, d, manifest, variants, device, out)
                 failed, crashed = failed + f, crashed + c
                 if not args.workdir:  # the long shapes' dumps and references take gigabytes
