@@ -95,13 +95,17 @@ def gdn_prepare(variant, host, manifest):
     so the names are checked first. The call is FLA's documented one: [B, T, H, K] layout (there is
     no head-first), log-space g and post-sigmoid beta of [B, T, HV], h0 and hT float32
     [B, HV, K, V] (state_v_first off), no in-kernel l2norm (q and k are normalised in the dump).
-    FlashQLA's chunk_gated_delta_rule documents the same call and layout.
+    FlashQLA's chunk_gated_delta_rule documents the same call and layout. A packed batch (the dump's
+    cu_seqlens.npy) goes as both take it: B = 1, cu_seqlens (FLA's documented LongTensor; int32 for
+    FlashQLA, as FlashAttention's varlen API), h0 and hT one state per sequence [N, HV, K, V].
     """
     import inspect
     import torch
     fn = gdn_function(variant, manifest)
     params = inspect.signature(fn).parameters
-    missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
+    packed = "cu_seqlens" in host
+    needed = ("g", "beta", "scale", "initial_state", "output_final_state") + (("cu_seqlens",) if packed else ())
+    missing = [n for n in needed if n not in params]
     if missing:
         raise Unsupported(f"{fn.__module__}.{fn.__name__} has no parameter {', '.join(missing)}: its API changed")
     dt = torch_dtype(manifest["dtype"])
@@ -110,15 +114,22 @@ def gdn_prepare(variant, host, manifest):
     beta = torch.from_numpy(host["beta"]).cuda()  # float32, as the harness's kernels read it
     g = torch.from_numpy(host["g"]).cuda() if "g" in host else torch.zeros_like(beta)
     h0 = torch.from_numpy(host["h0"]).cuda() if "h0" in host else None
+    varlen = {}
+    if packed:
+        if manifest["B"] != 1:
+            raise Unsupported("a packed batch needs B = 1")
+        cu_dtype = torch.int32 if variant == "ext:flashqla" else torch.long
+        varlen["cu_seqlens"] = torch.from_numpy(host["cu_seqlens"]).to(cu_dtype).cuda()
     out = {}
 
     def launch():
         out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
-                                 output_final_state=True)
+                                 output_final_state=True, **varlen)
 
     def fetch():
         B, T, HV, K, V = manifest["B"], manifest["T"], manifest["HV"], manifest["K"], manifest["V"]
-        if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (B, HV, K, V):
+        states = manifest.get("num_seqs") or B  # one state per sequence of a packed batch
+        if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (states, HV, K, V):
             raise ValueError(f"o {tuple(out['o'].shape)}, hT {tuple(out['ht'].shape)}: not the documented shapes")
         return out["o"].float().cpu().numpy(), out["ht"].float().contiguous().cpu().numpy()  # exact widening
     return launch, fetch
@@ -144,6 +155,11 @@ def selftest_prepare(variant, host, manifest):
     if variant == "selftest:unsupported":
         raise Unsupported("stand-in for a shape the variant does not take")
     o, S = numpy_gdn(host, manifest)
+    if variant == "selftest:flat":  # a packed batch run as one sequence: the state crosses every boundary
+        flat = {n: x for n, x in host.items() if n != "cu_seqlens"}
+        if "h0" in flat:
+            flat["h0"] = host["h0"][:1]
+        o = numpy_gdn(flat, manifest)[0]
     calls = [0]
 
     def launch():
@@ -340,7 +356,17 @@ def run_shape(args, d, manifest, variants, device, out):
 # ---- the self-test (no GPU): dump, a numpy recurrence as the "external" kernel, check, CSV ------
 
 def numpy_gdn(host, manifest):
+    """The recurrence in numpy; a packed batch sequence by sequence, each from its own h0."""
     import numpy as np
+    if "cu_seqlens" in host:
+        cu = host["cu_seqlens"]
+        parts = []
+        for n in range(len(cu) - 1):
+            one = {name: x[:, cu[n]:cu[n + 1]] for name, x in host.items() if name in ("q", "k", "v", "g", "beta")}
+            if "h0" in host:
+                one["h0"] = host["h0"][n:n + 1]
+            parts.append(numpy_gdn(one, manifest))
+        return np.concatenate([o for o, _ in parts], axis=1), np.concatenate([S for _, S in parts], axis=0)
     q, k, v, beta = (host[n].astype(np.float64) for n in ("q", "k", "v", "beta"))
     g = host["g"].astype(np.float64) if "g" in host else np.zeros_like(beta)
     B, T, H, K = q.shape
@@ -386,8 +412,23 @@ def self_test(args):
         assert all(r["tolerances"] == "builtin" and r["schema_version"] == run_cells["schema_version"]
                    for r in rows.values()), "every row, SKIPPED ones too, names its profile"
         run_gdnbench(binary, ["report", out.path, "--out", os.path.join(work, "r.md")])
+        # A packed batch: cu_seqlens in the dump, the stand-in run sequence by sequence from each h0,
+        # judged by check against the packed float64 reference; the flat recurrence over the same
+        # tokens (the state carried across boundaries) must fail it.
+        packed = {"B": 1, "seqlens": "1,7,16,9", "H": 2, "K": 8, "V": 8, "dtype": "bf16", "h0": "on"}
+        dp = os.path.join(work, "dump_packed")
+        manifest = dump(binary, packed, 6, dp)
+        assert manifest["num_seqs"] == 4 and manifest["cu_seqlens_list"] == [0, 1, 8, 24, 33], manifest
+        packed_out = CsvOut(os.path.join(work, "ext_packed.csv"), header, run_cells)
+        failed, crashed = run_shape(args, dp, manifest, ["selftest:good", "selftest:flat"], "self-test", packed_out)
+        with open(packed_out.path, newline="") as f:
+            rows = {r["variant"]: r for r in csv.DictReader(f)}
+        assert rows["selftest:good"]["status"] == "PASS", rows["selftest:good"]
+        assert rows["selftest:good"]["seqlens"] == "1+7+16+9", rows["selftest:good"]["seqlens"]
+        assert rows["selftest:flat"]["status"] == "FAIL", rows["selftest:flat"]
+        assert (failed, crashed) == (1, 0), (failed, crashed)
     print("ext_runner self-test: dump, child PASS/FAIL, unsupported, SIGSEGV, fault while timing, "
-          "hang, CSV, report: ok")
+          "hang, CSV, report, packed batch: ok")
 
 
 # ---- main --------------------------------------------------------------------------------------
