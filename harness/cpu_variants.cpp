@@ -42,6 +42,7 @@ class CpuGdnRun final : public VariantRun {
     params_.g = in.g.empty() ? nullptr : in.g.data();
     params_.beta = in.beta.data();
     params_.h0 = in.h0.empty() ? nullptr : in.h0.data();
+    params_.cu_seqlens = in.cu_seqlens.empty() ? nullptr : in.cu_seqlens.data();
     params_.o = o_.empty() ? nullptr : o_.data();
     params_.hT = hT_.empty() ? nullptr : hT_.data();
     params_.scale = float(p.resolved_scale());

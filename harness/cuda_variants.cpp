@@ -6,6 +6,7 @@
 
 #include "harness/cuda_run.h"
 #include "kernels/common/cuda_kernels.h"
+#include "kernels/common/gdn_sequence_params.h"
 #include "kernels/plans/launch_plans.h"
 #include "kernels/wy_ut/wy_ut.h"
 
@@ -18,14 +19,18 @@ struct CudaBackward {
 };
 
 // Inputs, outputs, workspace and the launch parameters of a GDN kernel on the device; with a
-// backward, the pass decides what runs (fwdbwd: the forward, then the backward, one launch).
+// backward, the pass decides what runs (fwdbwd: the forward, then the backward, one launch). A
+// packed batch runs in one launch where the kernel takes cu_seqlens (packed_native: the forward),
+// else as one launch per sequence on views of the packed buffers, the whole batch one timed region.
 class CudaGdnRun : public CudaRunBase {
  public:
   using Launcher = int (*)(const GdnParams&, void* workspace, cudaStream_t);
   using WorkspaceBytes = size_t (*)(const GdnParams&);
   CudaGdnRun(const Problem& p, const HostInputs& in, const PlanLaunch& plan, Launcher launcher,
-             WorkspaceBytes workspace_bytes = nullptr, CudaBackward backward = {})
-      : launcher_(launcher), backward_(backward), pass_(backward.launch ? p.pass : Pass::fwd) {
+             WorkspaceBytes workspace_bytes = nullptr, CudaBackward backward = {}, bool packed_native = false)
+      : launcher_(launcher), backward_(backward), pass_(backward.launch ? p.pass : Pass::fwd),
+        forward_by_sequence_(p.packed() && !packed_native), backward_by_sequence_(p.packed()),
+        host_cu_seqlens_(in.cu_seqlens) {
     const GdnShape& s = p.shape;
     dtype_ = p.dtype;
     q_ = upload(in.q, p.dtype);
@@ -56,7 +61,23 @@ class CudaGdnRun : public CudaRunBase {
     params_.recurrent_form = plan.recurrent_form;
     params_.scan_groups = plan.scan_groups;
     params_.wy_ut_output = plan.wy_ut_output;
-    if (pass_has_forward(pass_) && workspace_bytes) workspace_ = allocate(workspace_bytes(params_));
+    if (p.packed()) {
+      cu_seqlens_ = allocate(host_cu_seqlens_.size() * sizeof(int32_t));
+      copy_to_device(cu_seqlens_.get(), host_cu_seqlens_.data(), cu_seqlens_.bytes());
+      params_.cu_seqlens = cu_seqlens_.as<int32_t>();
+    }
+    // One sequence at a time, each takes its own plan unless one was forced: the plan chosen for
+    // the whole batch's T need not suit a sequence of it.
+    if (p.packed() && p.plan == "auto") {
+      view_plan_ = params_;
+      view_plan_.recurrent_form = RecurrentForm::automatic;
+      view_plan_.scan_groups = 0;
+      view_plan_.wy_ut_output = WyUtOutput::automatic;
+    } else {
+      view_plan_ = params_;
+    }
+    if (pass_has_forward(pass_) && workspace_bytes)
+      workspace_ = allocate(forward_by_sequence_ ? largest_view_bytes(workspace_bytes) : workspace_bytes(params_));
     if (pass_has_backward(pass_)) {
       dout_ = upload(in.dout, p.dtype);
       dhT_ = upload(in.dhT, DType::f32);
@@ -72,7 +93,8 @@ class CudaGdnRun : public CudaRunBase {
       grad_.dg = grads_[3].n ? grad_buffers_[3].as<float>() : nullptr;
       grad_.dbeta = grad_buffers_[4].as<float>();
       grad_.dh0 = grads_[5].n ? grad_buffers_[5].as<float>() : nullptr;
-      backward_workspace_ = allocate(backward_.workspace_bytes(params_));
+      backward_workspace_ = allocate(backward_by_sequence_ ? largest_view_bytes(backward_.workspace_bytes)
+                                                           : backward_.workspace_bytes(params_));
     }
   }
   void poison_outputs() override {
@@ -81,9 +103,22 @@ class CudaGdnRun : public CudaRunBase {
     for (size_t i = 0; i < grads_.size(); ++i) poison(grad_buffers_[i], grads_[i].n, grads_[i].dtype);
   }
   void launch() override {
-    if (pass_has_forward(pass_)) CUDA_CHECK(cudaError_t(launcher_(params_, workspace_.get(), stream_)));
-    if (pass_has_backward(pass_))
-      CUDA_CHECK(cudaError_t(backward_.launch(params_, grad_, backward_workspace_.get(), stream_)));
+    if (pass_has_forward(pass_)) {
+      if (forward_by_sequence_)
+        for_each_view([&](const GdnParams& view, const GdnGradParams&) {
+          CUDA_CHECK(cudaError_t(launcher_(view, workspace_.get(), stream_)));
+        });
+      else
+        CUDA_CHECK(cudaError_t(launcher_(params_, workspace_.get(), stream_)));
+    }
+    if (pass_has_backward(pass_)) {
+      if (backward_by_sequence_)
+        for_each_view([&](const GdnParams& view, const GdnGradParams& grad) {
+          CUDA_CHECK(cudaError_t(backward_.launch(view, grad, backward_workspace_.get(), stream_)));
+        });
+      else
+        CUDA_CHECK(cudaError_t(backward_.launch(params_, grad_, backward_workspace_.get(), stream_)));
+    }
   }
   RunOutputs read_outputs() override {
     synchronize();
@@ -106,15 +141,29 @@ class CudaGdnRun : public CudaRunBase {
     int64_t n;
     DType dtype;
   };
+  template <typename Fn>
+  void for_each_view(Fn&& fn) const {
+    for_each_sequence_view(view_plan_, grad_, host_cu_seqlens_.data(), dtype_bytes(dtype_), fn);
+  }
+  // The workspace of the most demanding sequence, which every view then reuses in turn.
+  size_t largest_view_bytes(WorkspaceBytes bytes) const {
+    size_t most = 0;
+    for_each_view([&](const GdnParams& view, const GdnGradParams&) { most = std::max(most, bytes(view)); });
+    return most;
+  }
+
   Launcher launcher_;
   CudaBackward backward_;
   Pass pass_;
+  bool forward_by_sequence_, backward_by_sequence_;
+  std::vector<int32_t> host_cu_seqlens_;
+  GdnParams view_plan_;  // params_ with the plan each sequence launches under
   DType dtype_;
   GdnParams params_;
   GdnGradParams grad_;
   std::vector<Grad> grads_;  // dq, dk, dv, dg, dbeta, dh0
   int64_t o_elems_ = 0, ht_elems_ = 0;
-  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_, workspace_, dout_, dhT_, backward_workspace_;
+  DeviceBuffer q_, k_, v_, g_, beta_, h0_, o_, hT_, workspace_, dout_, dhT_, backward_workspace_, cu_seqlens_;
   DeviceBuffer grad_buffers_[6];
 };
 
@@ -176,7 +225,8 @@ class AttnNaiveRun : public CudaRunBase {
 
 std::unique_ptr<VariantRun> create_recurrent(const Problem& p, const HostInputs& in, const RunContext& ctx) {
   return std::make_unique<CudaGdnRun>(p, in, ctx.plan, launch_gdn_recurrent, nullptr,
-                                      CudaBackward{launch_gdn_recurrent_backward, gdn_recurrent_backward_workspace_bytes});
+                                      CudaBackward{launch_gdn_recurrent_backward, gdn_recurrent_backward_workspace_bytes},
+                                      /*packed_native=*/true);
 }
 
 namespace {
@@ -203,7 +253,7 @@ std::optional<std::string> gdn_memory_shortfall(const Problem& p, size_t (*works
 std::optional<std::string> recurrent_unsupported(const Problem& p) {
   if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim)
     return fmt::format("K and V must be <= {}", kRecurrentMaxHeadDim);
-  if (p.shape.B > 65535 || p.shape.HV > 65535) return std::string("B and HV must be <= 65535");
+  if (p.shape.sequences() > 65535 || p.shape.HV > 65535) return std::string("B (sequences) and HV must be <= 65535");
   if (pass_has_backward(p.pass))
     return gdn_memory_shortfall(p, gdn_recurrent_backward_workspace_bytes, "the backward's stored states and partials");
   return gdn_memory_shortfall(p, [](const GdnParams&) -> size_t { return 0; }, "no workspace");

@@ -106,6 +106,7 @@ std::vector<double> read_output(const std::string& path, const char* what, const
   if (a.shape != shape && (alt_shape.empty() || a.shape != alt_shape))
     throw UsageError(fmt::format("check: {} ({}) has shape {}, expected {}", what, path,
                                  fmt::join(a.shape, "x"), fmt::join(shape, "x")));
+  if (a.type == NpyType::i4) throw UsageError(fmt::format("check: {} ({}) holds integers (<i4), not an output", what, path));
   return std::move(a.values);
 }
 
@@ -147,7 +148,7 @@ std::vector<FrontEndFile> frontend_files(const Problem& p) {
 
 // Every key a manifest's files may name.
 std::vector<std::string> manifest_file_keys() {
-  std::vector<std::string> keys = {"q", "k", "v", "g", "beta", "h0", "dO", "dhT"};
+  std::vector<std::string> keys = {"q", "k", "v", "g", "beta", "h0", "dO", "dhT", "cu_seqlens"};
   Problem fe;
   fe.use_h0 = true;
   for (const FrontEndFile& f : frontend_files(fe)) keys.push_back(f.key);
@@ -184,16 +185,25 @@ void dump_problem(const Problem& p, const std::string& dir) {
     if (p.use_gate) put("g", dims({s.B, s.T, s.HV}), in.g);
     put("beta", dims({s.B, s.T, s.HV}), in.beta);
   }
-  if (p.use_h0) put("h0", dims({s.B, s.HV, s.K, s.V}), in.h0);
+  if (p.use_h0) put("h0", dims({s.sequences(), s.HV, s.K, s.V}), in.h0);
   if (pass_has_backward(p.pass)) {  // the upstream gradients the harness's backwards are given
     put("dO", dims({s.B, s.T, s.HV, s.V}), in.dout);
-    if (p.use_dht) put("dhT", dims({s.B, s.HV, s.K, s.V}), in.dhT);
+    if (p.use_dht) put("dhT", dims({s.sequences(), s.HV, s.K, s.V}), in.dhT);
+  }
+  if (p.packed()) {  // int32, FLA's and FlashQLA's cu_seqlens as they take it
+    write_npy(path("cu_seqlens.npy"), dims({s.num_seqs + 1}),
+              std::vector<double>(p.cu_seqlens.begin(), p.cu_seqlens.end()).data(), NpyType::i4);
+    files += ", \"cu_seqlens\": \"cu_seqlens.npy\"";
   }
   std::string m = "{\n";
   m += fmt::format("  \"format\": \"gdnbench-dump\",\n  \"version\": {},\n", kDumpVersion);
   m += fmt::format("  \"B\": {}, \"T\": {}, \"H\": {}, \"HV\": {}, \"K\": {}, \"V\": {},\n", s.B, s.T, s.H,
                    s.HV, s.K, s.V);
   m += fmt::format("  \"dtype\": \"{}\",\n", dtype_name(p.dtype));
+  if (p.packed())
+    m += fmt::format("  \"num_seqs\": {},\n  \"packed\": \"B = 1; sequence n is tokens cu_seqlens[n] .. "
+                     "cu_seqlens[n+1]-1 (cu_seqlens.npy, int32, num_seqs + 1 offsets), with state n of h0 and hT "
+                     "([num_seqs, HV, K, V]); no state crosses a boundary\",\n", s.num_seqs);
   if (p.frontend)
     m += "  \"storage\": \"every file is float32 (<f4); all but A_log and dt_bias (float32 parameters) hold values "
          "exactly representable in dtype, so casting them to dtype does not round\",\n";
@@ -307,6 +317,7 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
     if (!ps) throw UsageError(fmt::format("check: {}: unknown pass '{}' (fwd, bwd, fwdbwd)", manifest, pass));
     p.pass = *ps;
     if (pass_has_backward(p.pass)) p.use_dht = m.get<bool>("dht");
+    p.shape.num_seqs = m.get<int64_t>("num_seqs", 0);  // a packed batch (cu_seqlens.npy); 0 before them
   } catch (const pt::ptree_error& e) {
     throw UsageError(fmt::format("check: {}: {}", manifest, e.what()));
   }
@@ -314,6 +325,8 @@ DumpManifest parse_dump_manifest(const std::string& text, const std::string& man
   for (int64_t x : {s.B, s.T, s.H, s.HV, s.K, s.V})
     if (x <= 0 || x > 2147483647) throw UsageError(fmt::format("check: {}: sizes must be positive ints", manifest));
   if (s.HV % s.H != 0) throw UsageError(fmt::format("check: {}: HV is not a multiple of H", manifest));
+  if (s.num_seqs < 0 || s.num_seqs > s.T || (s.num_seqs > 0 && (s.B != 1 || p.frontend)))
+    throw UsageError(fmt::format("check: {}: num_seqs must be in [0, T], a packed batch B = 1 without a front end", manifest));
   if (!(p.scale > 0)) throw UsageError(fmt::format("check: {}: scale must be positive", manifest));
   // The command line's ranges (a manifest is another way to state a problem).
   if (const std::string bad = problem_option_error(p.scale, p.k_norm, p.h0_scale); !bad.empty())
@@ -365,10 +378,26 @@ DumpedProblem read_dump(const std::string& dir) {
     if (p.use_gate) in.g = read_input(dir, file("g"), "g", dims({s.B, s.T, s.HV}));
     in.beta = read_input(dir, file("beta"), "beta", dims({s.B, s.T, s.HV}));
   }
-  if (p.use_h0) in.h0 = read_input(dir, file("h0"), "h0", dims({s.B, s.HV, s.K, s.V}));
+  if (p.packed()) {  // rising from 0 to T, every sequence non-empty, as the reference needs
+    NpyArray a;
+    try {
+      a = read_npy((fs::path(dir) / file("cu_seqlens")).string());
+    } catch (const NpyError& e) {
+      throw UsageError(fmt::format("check: {}", e.what()));
+    }
+    const std::vector<double>& cu = a.values;
+    bool ok = a.shape == dims({s.num_seqs + 1}) && cu.front() == 0.0 && cu.back() == double(s.T);
+    for (size_t n = 0; ok && n + 1 < cu.size(); ++n) ok = cu[n + 1] > cu[n] && cu[n + 1] == double(int32_t(cu[n + 1]));
+    if (!ok)
+      throw UsageError(fmt::format("check: {}: cu_seqlens must be num_seqs + 1 = {} integers rising from 0 to T = {}",
+                                   manifest, s.num_seqs + 1, s.T));
+    d.problem.cu_seqlens.assign(cu.begin(), cu.end());
+    in.cu_seqlens = d.problem.cu_seqlens;
+  }
+  if (p.use_h0) in.h0 = read_input(dir, file("h0"), "h0", dims({s.sequences(), s.HV, s.K, s.V}));
   if (pass_has_backward(p.pass)) {
     in.dout = read_input(dir, file("dO"), "dO", dims({s.B, s.T, s.HV, s.V}));
-    if (p.use_dht) in.dhT = read_input(dir, file("dhT"), "dhT", dims({s.B, s.HV, s.K, s.V}));
+    if (p.use_dht) in.dhT = read_input(dir, file("dhT"), "dhT", dims({s.sequences(), s.HV, s.K, s.V}));
   }
   return d;
 }
@@ -411,7 +440,7 @@ std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s) {
     case Grad::dv: return dims({s.B, s.T, s.HV, s.V});
     case Grad::dg:
     case Grad::dbeta: return dims({s.B, s.T, s.HV});
-    case Grad::dh0: return dims({s.B, s.HV, s.K, s.V});
+    case Grad::dh0: return dims({s.sequences(), s.HV, s.K, s.V});
   }
   throw std::logic_error("gradient outside kGrads");
 }
@@ -453,10 +482,11 @@ void judge_forward(const CheckOptions& opt, const Problem& p, const RefInputsF64
   std::vector<double> hT_ext;
   if (!opt.ht_path.empty()) {
     if (!is_gdn) throw UsageError("check: --ht is for --family gdn only");
-    hT_ext = read_output(opt.ht_path, "--ht", opt.ht_vk ? dims({s.B, s.HV, s.V, s.K}) : dims({s.B, s.HV, s.K, s.V}));
+    hT_ext = read_output(opt.ht_path, "--ht", opt.ht_vk ? dims({s.sequences(), s.HV, s.V, s.K})
+                                                        : dims({s.sequences(), s.HV, s.K, s.V}));
     if (opt.ht_vk) {  // to the canonical K x V layout
       std::vector<double> kv(hT_ext.size());
-      for (int64_t bh = 0; bh < s.B * s.HV; ++bh)
+      for (int64_t bh = 0; bh < s.sequences() * s.HV; ++bh)
         for (int64_t i = 0; i < s.K; ++i)
           for (int64_t j = 0; j < s.V; ++j) kv[(bh * s.K + i) * s.V + j] = hT_ext[(bh * s.V + j) * s.K + i];
       hT_ext.swap(kv);
@@ -559,11 +589,13 @@ ResultRow check_external(const CheckOptions& opt) {
 std::string dump_usage_text() {
   return "usage: gdnbench dump [problem options as for run: --T --B --H --HV --K --V --dtypes --gate --delta\n"
          "                      --h0 --frontend --gate-dist --beta-dist --scale --k-norm --h0-scale --seed\n"
-         "                      --pass --dht] --out DIR\n"
+         "                      --pass --dht --seqlens] --out DIR\n"
          "  Writes one problem's inputs (q, k, v, g, beta, h0 as float32 .npy, values exact in the dtype)\n"
          "  and manifest.json to DIR. The options must describe exactly one problem (no lists).\n"
          "  --pass bwd or fwdbwd: also the upstream gradients the harness's backwards get, dO (as o) and,\n"
          "  unless --dht off, dhT (as hT), for gdnbench check --dq ... (the manifest gives the loss).\n"
+         "  A packed batch (--seqlens) adds cu_seqlens.npy (int32, num_seqs + 1 offsets); h0, hT, dhT\n"
+         "  and dh0 are then [num_seqs, HV, K, V], one state per sequence.\n"
          "  --frontend on: the raw projections and front-end parameters instead of q, k, v, g, beta\n"
          "  (x_q x_k x_v a b A_log dt_bias w_q w_k w_v bias_q bias_k bias_v, with h0 on also the conv\n"
          "  caches cache_q cache_k cache_v; manifest.json gives their layouts and the front end's ops).\n"

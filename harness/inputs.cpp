@@ -38,6 +38,7 @@ std::vector<float> draw_h0(const Problem& p) {
 HostInputs make_inputs(const Problem& p) {
   const GdnShape& s = p.shape;
   HostInputs in;
+  in.cu_seqlens = p.cu_seqlens;
   if (p.frontend) {  // raw projections and front-end parameters instead of q, k, v, g, beta
     in.fe = make_frontend_inputs(p);
     if (p.use_h0) in.h0 = draw_h0(p);
@@ -127,6 +128,7 @@ GdnRefInputs RefInputsF64::view() const {
   r.g = g.empty() ? nullptr : g.data();
   r.beta = beta.data();
   r.h0 = h0.empty() ? nullptr : h0.data();
+  r.cu_seqlens = cu_seqlens.empty() ? nullptr : cu_seqlens.data();
   return r;
 }
 
@@ -146,6 +148,7 @@ RefInputsF64 to_f64(const HostInputs& in) {
   r.g = up(in.g);
   r.beta = up(in.beta);
   r.h0 = up(in.h0);
+  r.cu_seqlens = in.cu_seqlens;
   r.dout = up(in.dout);
   r.dhT = up(in.dhT);
   r.k_cache = &in.k_cache;
@@ -158,7 +161,7 @@ double input_bytes(const Problem& p) {
   const GdnShape& s = p.shape;
   const double B = double(s.B), T = double(s.T), HV = double(s.HV);
   const double cqk = double(s.H) * double(s.K), cv = HV * double(s.V);
-  double elems = p.use_h0 ? B * HV * double(s.K) * double(s.V) : 0.0;
+  double elems = p.use_h0 ? double(s.state_elems()) : 0.0;
   if (p.frontend)
     elems += B * T * (2 * cqk + cv) + 2 * B * T * HV + 2 * HV + (2 * cqk + cv) * (kConvWidth + 1) +
              (p.use_h0 ? B * (2 * cqk + cv) * kConvCache : 0.0);

@@ -16,7 +16,8 @@ struct HostInputs {
   std::vector<float> v;     // [B, T, HV, V], dtype-rounded
   std::vector<float> g;     // [B, T, HV] (empty when the problem has no gate)
   std::vector<float> beta;  // [B, T, HV]
-  std::vector<float> h0;    // [B, HV, K, V] (empty when the problem has no h0)
+  std::vector<float> h0;    // [B or num_seqs, HV, K, V] (empty when the problem has no h0)
+  std::vector<int32_t> cu_seqlens;  // a packed batch's offsets (Problem::cu_seqlens); empty otherwise
   // The KV cache of a problem with context > 0 (attention): k_cache [B, context, H, K] drawn and
   // normalised as k, v_cache [B, context, HV, V] as v, both dtype-rounded. Empty until
   // add_kv_cache fills them: only the attention variants read them, so the GDN rows of a
@@ -39,6 +40,7 @@ void add_kv_cache(const Problem& p, HostInputs& in);
 // Float64 copies of the inputs and the view the reference takes.
 struct RefInputsF64 {
   std::vector<double> q, k, v, g, beta, h0;
+  std::vector<int32_t> cu_seqlens;  // a packed batch's offsets, as HostInputs
   std::vector<double> dout, dhT;  // the upstream gradients of a backward pass (empty otherwise)
   // The KV cache stays float (exactly the values the kernels see; a double copy of a long cache
   // would not fit in host memory): these point at the HostInputs to_f64 was given, which must

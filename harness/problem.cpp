@@ -1,10 +1,98 @@
 #include "harness/problem.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "harness/frontend_inputs.h"
+#include "harness/rng.h"
+
+namespace {
+// The stream of a drawn batch's lengths (harness/rng.h).
+constexpr uint32_t kSeqlensStream = 10;
+
+// A positive integer of at most kMaxPackedTokens, digits only.
+bool parse_length(const std::string& text, int64_t& out) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  out = std::stoll(text);
+  return out >= 1 && out <= kMaxPackedTokens;
+}
+
+std::vector<std::string> split_on(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t at; (at = text.find(sep, start)) != std::string::npos; start = at + 1) parts.push_back(text.substr(start, at - start));
+  parts.push_back(text.substr(start));
+  return parts;
+}
+}  // namespace
+
+SeqlensSpec parse_seqlens(const std::string& text, std::string* error) {
+  SeqlensSpec spec;
+  const auto fail = [&](const std::string& why) {
+    *error = fmt::format("--seqlens: '{}' {}", text, why);
+    return SeqlensSpec{};
+  };
+  error->clear();
+  if (text.rfind("random:", 0) == 0) {
+    const std::vector<std::string> parts = split_on(text.substr(7), ':');
+    const std::vector<std::string> range = parts.size() == 2 ? split_on(parts[1], '-') : std::vector<std::string>{};
+    if (range.size() != 2 || !parse_length(parts[0], spec.count) || !parse_length(range[0], spec.lo) ||
+        !parse_length(range[1], spec.hi) || spec.lo > spec.hi)
+      return fail("is not random:N:LO-HI (N lengths drawn uniformly in [LO, HI], 1 <= LO <= HI)");
+    if (spec.count * spec.hi > kMaxPackedTokens)
+      return fail(fmt::format("may total more than {} tokens", kMaxPackedTokens));
+    return spec;
+  }
+  int64_t total = 0;
+  for (const std::string& item : split_on(text, ',')) {
+    // LEN or LEN*COUNT (COUNT sequences of LEN, as the CSV's seqlens column writes a run).
+    const std::vector<std::string> run = split_on(item, '*');
+    int64_t n = 0, count = 1;
+    if (run.size() > 2 || !parse_length(run[0], n) || (run.size() == 2 && !parse_length(run[1], count)))
+      return fail(fmt::format("has '{}', not a length of at least 1 (give lengths as 1,63,64 or 1024*16, or "
+                              "random:N:LO-HI)", item));
+    total += n * count;
+    if (total > kMaxPackedTokens) return fail(fmt::format("totals more than {} tokens", kMaxPackedTokens));
+    spec.lengths.insert(spec.lengths.end(), size_t(count), n);
+  }
+  return spec;
+}
+
+std::vector<int64_t> seqlens_lengths(const SeqlensSpec& spec, uint64_t seed) {
+  if (!spec.lengths.empty()) return spec.lengths;
+  std::vector<int64_t> lengths;
+  const int64_t span = spec.hi - spec.lo + 1;
+  for (int64_t n = 0; n < spec.count; ++n)  // uniform (0, 1] to [lo, hi]
+    lengths.push_back(spec.hi - std::min(span - 1, int64_t((1.0 - counter_uniform(seed, kSeqlensStream, uint64_t(n))) * double(span))));
+  return lengths;
+}
+
+std::string seqlens_text(const std::vector<int32_t>& cu_seqlens) {
+  std::string text;
+  for (size_t n = 0; n + 1 < cu_seqlens.size();) {
+    const int32_t len = cu_seqlens[n + 1] - cu_seqlens[n];
+    size_t run = 1;
+    while (n + run + 1 < cu_seqlens.size() && cu_seqlens[n + run + 1] - cu_seqlens[n + run] == len) ++run;
+    text += (text.empty() ? "" : "+") + (run > 1 ? fmt::format("{}*{}", len, run) : std::to_string(len));
+    n += run;
+  }
+  return text;
+}
+
+void resolve_packed(Problem& p) {
+  if (p.seqlens.empty()) return;
+  std::string error;
+  const SeqlensSpec spec = parse_seqlens(p.seqlens, &error);
+  if (!error.empty()) throw std::invalid_argument(error);
+  p.cu_seqlens.assign(1, 0);
+  for (int64_t len : seqlens_lengths(spec, p.seed)) p.cu_seqlens.push_back(int32_t(p.cu_seqlens.back() + len));
+  p.shape.B = 1;
+  p.shape.T = p.cu_seqlens.back();
+  p.shape.num_seqs = int64_t(p.cu_seqlens.size()) - 1;
+}
 
 const char* gate_dist_name(GateDist d) {
   switch (d) {
@@ -60,7 +148,8 @@ std::string Problem::input_key() const {
                      shape.HV, shape.K, shape.V, dtype_name(dtype), use_gate, use_delta, use_h0,
                      gate_dist_name(gate_dist), beta_dist_name(beta_dist), scale, seed) +
          fmt::format("/kn{}/h0s{}/ctx{}", k_norm, h0_scale, context) + (frontend ? "/fe" : "") +
-         (pass_has_backward(pass) ? fmt::format("/grad/dht{}", use_dht) : "");
+         (pass_has_backward(pass) ? fmt::format("/grad/dht{}", use_dht) : "") +
+         (packed() ? "/packed" + seqlens_text(cu_seqlens) : "");
 }
 
 std::string Problem::distributions() const {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/common/dtype.h"
 #include "reference/gdn_shape.h"
@@ -42,6 +43,22 @@ constexpr double kMaxScale = 1e3, kMaxKNorm = 100.0, kMaxH0Scale = 1e6;
 // The first of scale, k_norm, h0_scale out of its range, as "--scale: ..." (the flag's name), or "".
 std::string problem_option_error(double scale, double k_norm, double h0_scale);
 
+// --seqlens: the lengths of a packed batch's sequences, given ("1,63,64,65,1000"; "1024*16" for 16
+// of 1024) or drawn from the problem's seed ("random:N:LO-HI": N lengths uniform in [LO, HI]). Every length is at least 1 and
+// the total at most kMaxPackedTokens (cu_seqlens are int32, as FLA's and FlashInfer's).
+struct SeqlensSpec {
+  std::vector<int64_t> lengths;  // given lengths; empty for a drawn batch
+  int64_t count = 0, lo = 0, hi = 0;  // a drawn batch
+};
+constexpr int64_t kMaxPackedTokens = 2147483647;
+// The spec of `text`, or a one-line reason why not (as "--seqlens: ...").
+SeqlensSpec parse_seqlens(const std::string& text, std::string* error);
+// The lengths of `spec` under `seed` (a drawn batch is a pure function of the two).
+std::vector<int64_t> seqlens_lengths(const SeqlensSpec& spec, uint64_t seed);
+// "1+63+64*3": a packed batch's lengths in the order of the batch, a run of equal ones as LEN*COUNT;
+// "" when not packed. The CSV's seqlens column.
+std::string seqlens_text(const std::vector<int32_t>& cu_seqlens);
+
 struct Problem {
   GdnShape shape;
   DType dtype = DType::f32;
@@ -72,6 +89,11 @@ struct Problem {
   // Backward passes: the loss reads hT too (L = sum(dO .* o) + sum(dhT .* hT), dhT drawn from the
   // seed); false: L = sum(dO .* o), dhT = 0. Moot for the forward.
   bool use_dht = true;
+  // A packed batch (--seqlens; shape.num_seqs > 0, B = 1, T the total): the spec as given ("" not
+  // packed) and, once resolved for the seed (resolve_packed), the num_seqs + 1 offsets of its
+  // sequences. h0 and hT hold one state per sequence.
+  std::string seqlens;
+  std::vector<int32_t> cu_seqlens;
 
   double resolved_scale() const;
   // Inputs and reference depend on these fields only (not on chunk or plan): problems with equal
@@ -80,4 +102,10 @@ struct Problem {
   std::string input_key() const;
   // One-line description of the input distributions, recorded in the CSV.
   std::string distributions() const;
+  bool packed() const { return shape.num_seqs > 0; }
 };
+
+// Fills p.cu_seqlens, shape.num_seqs and shape.T from p.seqlens and p.seed, with B = 1 (a no-op when
+// p.seqlens is empty); again after the seed changes (a drawn batch depends on it). Throws
+// std::invalid_argument with parse_seqlens's reason for a bad spec.
+void resolve_packed(Problem& p);

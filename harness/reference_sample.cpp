@@ -97,6 +97,8 @@ std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads) {
 }
 
 std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_heads) {
+  // A packed batch's heads run over sequences, not batch rows: always the whole reference.
+  if (p.packed()) return {};
   const bool sampled = mode == RefMode::sampled ||
                        (mode == RefMode::automatic && gdn_ref_work(p) >= kGdnRefFullBudget);
   if (!sampled) return {};

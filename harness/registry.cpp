@@ -14,6 +14,11 @@ VariantInfo with_backward(VariantInfo v) {
   v.has_backward = true;
   return v;
 }
+// An entry of a variant that runs a packed batch's forward in one launch (VariantInfo::packed_native).
+VariantInfo packed_native(VariantInfo v) {
+  v.packed_native = true;
+  return v;
+}
 // An entry of a variant that takes a front-end problem's raw projections (Problem::frontend).
 [[maybe_unused]] VariantInfo takes_frontend(VariantInfo v, double (*min_bytes)(const Problem&)) {
   v.frontend = true;
@@ -24,17 +29,17 @@ VariantInfo with_backward(VariantInfo v) {
 
 const std::vector<VariantInfo>& variant_registry() {
   static const std::vector<VariantInfo> table = {
-      with_backward({"cpu_recurrent", Family::gdn, Backend::cpu, Precision::fp32_math, false, 0,
+      packed_native(with_backward({"cpu_recurrent", Family::gdn, Backend::cpu, Precision::fp32_math, false, 0,
                      "fp32 bf16 fp16 (emulated)", "any K, V", cpu_recurrent_unsupported, create_cpu_recurrent,
-                     "step-by-step recurrence in float32, threads over (B, HV); backward through checkpoints"}),
-      with_backward({"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true, 0,
+                     "step-by-step recurrence in float32, threads over (B, HV); backward through checkpoints"})),
+      packed_native(with_backward({"cpu_chunked", Family::gdn, Backend::cpu, Precision::fp32_math, true, 0,
                      "fp32 bf16 fp16 (emulated)", "any K, V; C in {16, 32, 64}", cpu_chunked_unsupported,
-                     create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV); chunked backward"}),
+                     create_cpu_chunked, "chunked UT transform in float32, threads over (B, HV); chunked backward"})),
 #ifdef GDNBENCH_HAVE_CUDA
-      with_backward({"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0, "fp32 bf16 fp16",
+      packed_native(with_backward({"recurrent", Family::gdn, Backend::cuda, Precision::fp32_math, false, 0, "fp32 bf16 fp16",
                      "K, V <= 256", recurrent_unsupported, create_recurrent,
                      "sequential over T, float32 state in registers, grid over (B, HV, V blocks); backward "
-                     "through stored states"}),
+                     "through stored states"})),
       {"chunked", Family::gdn, Backend::cuda, Precision::fp32_math, true, 0, "fp32 bf16 fp16",
        "K, V <= 256; C in {16, 32, 64}", chunked_unsupported, create_chunked,
        "chunk-parallel UT transform in float32 SIMT, sequential scan over chunks only"},

@@ -225,7 +225,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.reason = plan.unsupported;
       return row;
     }
-    row.plan = plan.name();
+    row.plan = plan.name() + (runs_by_sequence(v, c.problem) ? " (per sequence)" : "");
     std::unique_ptr<VariantRun> run = v.create(c.problem, inputs, ctx);
     run->poison_outputs();
     run->launch();
@@ -234,7 +234,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     row.peak_device_bytes = run->peak_device_bytes();
     const GdnShape& s = c.problem.shape;
     row.ref_rows = s.T;
-    row.ref_heads = s.B * s.HV;
+    row.ref_heads = s.sequences() * s.HV;
     const bool forward = pass_has_forward(c.problem.pass);
     // A sampled reference: its rows or heads only, but every element must still be written and finite.
     if (!forward) {

@@ -12,6 +12,12 @@ std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, c
   // A front-end problem (raw projections) suits only the variants that take them, and the other
   // way round.
   if (v.frontend != p.frontend) return frontend_mismatch_reason(v.frontend);
+  if (p.packed()) {
+    if (p.frontend)
+      return std::string("a packed batch (--seqlens) takes q, k, v, g, beta: the front end's conv caches are per batch row, not per sequence");
+    if (v.family == Family::attention)
+      return std::string("attention baselines take no packed batch (--seqlens): no causal mask per sequence");
+  }
   // Attention baselines read q, k, v of the GDN problem as HV heads of dim K and V.
   if (v.family == Family::attention) {
     if (p.shape.H != p.shape.HV) return std::string("attention baselines need H == HV");

@@ -13,6 +13,6 @@
 // pass for a variant without one (VariantInfo::has_backward), a CUDA
 // variant without a CUDA device, a front-end problem for a variant that takes q, k, v, g, beta (or
 // the other way round), attention on a configuration other than the plain GDN one, the variant's
-// own limits (VariantInfo::unsupported). A forced plan that cannot run p is decided later, by the
+// own limits (VariantInfo::unsupported); a packed batch for attention or a front end. A forced plan that cannot run p is decided later, by the
 // plan table (harness/plans.h), since it needs the device's facts.
 std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, const GpuInfo& gpu);

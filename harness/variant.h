@@ -73,7 +73,17 @@ struct VariantInfo {
   // Runs the backward (--pass bwd, fwdbwd) as well as the forward; without one a backward case is
   // SKIPPED ("no backward pass"). With a default, as above: forward only.
   bool has_backward = false;
+  // Runs a packed batch's forward (Problem::packed) in one launch over its sequences. Otherwise, and
+  // for every backward, the variant runs one launch per sequence on views of the packed buffers
+  // (kernels/common/gdn_sequence_params.h), timed as the whole batch; the row's plan says
+  // "(per sequence)". With a default, as above.
+  bool packed_native = false;
 };
+
+// Whether variant v runs packed problem p one sequence at a time (VariantInfo::packed_native).
+inline bool runs_by_sequence(const VariantInfo& v, const Problem& p) {
+  return p.packed() && (!v.packed_native || pass_has_backward(p.pass));
+}
 
 const std::vector<VariantInfo>& variant_registry();
 const VariantInfo* find_variant(const std::string& name);

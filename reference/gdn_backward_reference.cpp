@@ -15,8 +15,8 @@ using namespace gdn_ref_internal;
 namespace {
 
 void check_backward_args(const GdnShape& s, const GdnRefGradInputs& grad_in,
-                         const GdnRefOptions& opt, const char* what) {
-  check_shape(s);
+                         const GdnRefOptions& opt, const char* what, const int32_t* cu_seqlens) {
+  check_shape(s, cu_seqlens);
   if (!grad_in.dout) throw std::invalid_argument(std::string(what) + ": dout is required");
   if (!opt.heads.empty())
     throw std::invalid_argument(std::string(what) + ": computes every head; leave opt.heads empty");
@@ -392,14 +392,46 @@ void chunked_head_backward(const HeadView& hd, const GdnRefGradInputs& grad_in,
   if (double* dh0 = grads.dh0(hd)) std::copy(dS.begin(), dS.end(), dh0);
 }
 
+// A packed batch's gradients: `one(shape, inputs, grad inputs)` on every sequence in turn, as a
+// batch of its own (packed_forward_ref's counterpart), each gradient placed at the sequence's
+// offsets: the tokens of a sequence, its h0's gradient at its state.
+template <typename Fn>
+GdnRefGradients packed_backward_ref(const GdnShape& s, const GdnRefInputs& in, const GdnRefGradInputs& grad_in,
+                                    Fn&& one) {
+  GdnRefGradients out;
+  out.dq.assign(size_t(s.qk_elems()), 0.0);
+  out.dk.assign(size_t(s.qk_elems()), 0.0);
+  out.dv.assign(size_t(s.v_elems()), 0.0);
+  if (in.g) out.dg.assign(size_t(s.gate_elems()), 0.0);
+  out.dbeta.assign(size_t(s.gate_elems()), 0.0);
+  if (in.h0) out.dh0.assign(size_t(s.state_elems()), 0.0);
+  for (int64_t n = 0; n < s.num_seqs; ++n) {
+    const GdnSequenceView view = gdn_sequence_view(s, in.cu_seqlens, n);
+    const GdnRefGradInputs one_grad{grad_in.dout + view.v, grad_in.dhT ? grad_in.dhT + view.state : nullptr};
+    const GdnRefGradients r = one(view.shape, sequence_inputs(in, view), one_grad);
+    std::copy(r.dq.begin(), r.dq.end(), out.dq.begin() + view.qk);
+    std::copy(r.dk.begin(), r.dk.end(), out.dk.begin() + view.qk);
+    std::copy(r.dv.begin(), r.dv.end(), out.dv.begin() + view.v);
+    std::copy(r.dg.begin(), r.dg.end(), out.dg.begin() + (r.dg.empty() ? 0 : view.gate));
+    std::copy(r.dbeta.begin(), r.dbeta.end(), out.dbeta.begin() + view.gate);
+    std::copy(r.dh0.begin(), r.dh0.end(), out.dh0.begin() + (r.dh0.empty() ? 0 : view.state));
+  }
+  return out;
+}
+
 }  // namespace
 
 GdnRefGradients gdn_recurrent_backward_ref(const GdnShape& s, const GdnRefInputs& in,
                                            const GdnRefGradInputs& grad_in,
                                            const GdnRefOptions& opt, int64_t checkpoint_interval) {
-  check_backward_args(s, grad_in, opt, "gdn_recurrent_backward_ref");
+  check_backward_args(s, grad_in, opt, "gdn_recurrent_backward_ref", in.cu_seqlens);
   if (checkpoint_interval < 1)
     throw std::invalid_argument("gdn_recurrent_backward_ref: checkpoint_interval must be positive");
+  if (s.num_seqs > 0)
+    return packed_backward_ref(s, in, grad_in, [&](const GdnShape& one, const GdnRefInputs& one_in,
+                                                   const GdnRefGradInputs& one_grad) {
+      return gdn_recurrent_backward_ref(one, one_in, one_grad, opt, checkpoint_interval);
+    });
   const double scale = resolve_scale(opt, s.K);
   GradientBuffers grads(s, in);
   for_each_head(s, {}, opt.threads, [&](int64_t, int64_t b, int64_t hv) {
@@ -412,8 +444,13 @@ GdnRefGradients gdn_recurrent_backward_ref(const GdnShape& s, const GdnRefInputs
 GdnRefGradients gdn_chunked_backward_ref(const GdnShape& s, const GdnRefInputs& in,
                                          const GdnRefGradInputs& grad_in, const GdnRefOptions& opt,
                                          int64_t chunk) {
-  check_backward_args(s, grad_in, opt, "gdn_chunked_backward_ref");
+  check_backward_args(s, grad_in, opt, "gdn_chunked_backward_ref", in.cu_seqlens);
   if (chunk < 1) throw std::invalid_argument("gdn_chunked_backward_ref: chunk must be positive");
+  if (s.num_seqs > 0)
+    return packed_backward_ref(s, in, grad_in, [&](const GdnShape& one, const GdnRefInputs& one_in,
+                                                   const GdnRefGradInputs& one_grad) {
+      return gdn_chunked_backward_ref(one, one_in, one_grad, opt, chunk);
+    });
   const double scale = resolve_scale(opt, s.K);
   GradientBuffers grads(s, in);
   for_each_head(s, {}, opt.threads, [&](int64_t, int64_t b, int64_t hv) {

@@ -11,7 +11,8 @@
 
 #include "reference/gdn_reference.h"
 
-// The upstream gradients, in the layouts of GdnShape.
+// The upstream gradients, in the layouts of GdnShape. A packed batch (GdnRefInputs::cu_seqlens):
+// each sequence's gradients from its own h0 and dhT, as for the forward (gdn_recurrent_ref).
 struct GdnRefGradInputs {
   const double* dout = nullptr;  // dL/do, [B, T, HV, V]; required
   const double* dhT = nullptr;   // dL/dhT, [B, HV, K, V]; nullptr: the loss does not read hT

@@ -23,7 +23,13 @@ using namespace gdn_ref_internal;
 
 GdnRefOutputs gdn_recurrent_ref(const GdnShape& s, const GdnRefInputs& in,
                                 const GdnRefOptions& opt) {
-  check_shape(s);
+  check_shape(s, in.cu_seqlens);
+  if (s.num_seqs > 0) {
+    if (!opt.heads.empty()) throw std::invalid_argument("gdn_recurrent_ref: a packed batch takes every head");
+    return packed_forward_ref(s, in, opt.o_magnitude, [&](const GdnShape& one, const GdnRefInputs& one_in) {
+      return gdn_recurrent_ref(one, one_in, opt);
+    });
+  }
   for (size_t r = 0; r < opt.heads.size(); ++r)
     if (opt.heads[r] < 0 || opt.heads[r] >= s.B * s.HV || (r > 0 && opt.heads[r] <= opt.heads[r - 1]))
       throw std::invalid_argument("gdn_recurrent_ref: heads must be sorted, distinct and in [0, B HV)");
@@ -153,8 +159,15 @@ void chunk_next_state(const HeadView& hd, int64_t t0, int64_t L, const ChunkAlge
 
 GdnRefOutputs gdn_chunked_ref(const GdnShape& s, const GdnRefInputs& in, const GdnRefOptions& opt,
                               int64_t C, GdnChunkIntermediates* keep) {
-  check_shape(s);
+  check_shape(s, in.cu_seqlens);
   if (C < 1) throw std::invalid_argument("gdn_chunked_ref: chunk must be positive");
+  // Chunks restart at every sequence start: each sequence is chunked as a batch of its own.
+  if (s.num_seqs > 0) {
+    if (keep) throw std::invalid_argument("gdn_chunked_ref: a packed batch keeps no intermediates");
+    return packed_forward_ref(s, in, false, [&](const GdnShape& one, const GdnRefInputs& one_in) {
+      return gdn_chunked_ref(one, one_in, opt, C);
+    });
+  }
   const double scale = resolve_scale(opt, s.K);
   const int64_t N = (s.T + C - 1) / C;
   const int64_t K = s.K, V = s.V;

@@ -19,7 +19,8 @@ struct ReferenceCancelled : std::runtime_error {
 };
 
 // Pointers into contiguous float64 tensors in the canonical layouts of GdnShape.
-// g == nullptr: no gate (DeltaNet); h0 == nullptr: zero initial state.
+// g == nullptr: no gate (DeltaNet); h0 == nullptr: zero initial state. A packed batch
+// (shape.num_seqs > 0) gives its cu_seqlens; h0 and the results' hT hold one state per sequence.
 struct GdnRefInputs {
   const double* q = nullptr;
   const double* k = nullptr;
@@ -27,6 +28,7 @@ struct GdnRefInputs {
   const double* g = nullptr;
   const double* beta = nullptr;
   const double* h0 = nullptr;
+  const int32_t* cu_seqlens = nullptr;  // [num_seqs + 1] of a packed batch, else unused
 };
 
 struct GdnRefOptions {

@@ -18,9 +18,46 @@ inline double resolve_scale(const GdnRefOptions& opt, int64_t K) {
   return opt.scale != 0.0 ? opt.scale : 1.0 / std::sqrt(double(K));
 }
 
-inline void check_shape(const GdnShape& s) {
-  if (s.B < 1 || s.T < 1 || s.H < 1 || s.HV < 1 || s.K < 1 || s.V < 1 || s.HV % s.H != 0)
+// A packed batch (s.num_seqs > 0) needs B = 1 and offsets from 0 to T, every sequence non-empty.
+inline void check_shape(const GdnShape& s, const int32_t* cu_seqlens = nullptr) {
+  if (s.B < 1 || s.T < 1 || s.H < 1 || s.HV < 1 || s.K < 1 || s.V < 1 || s.HV % s.H != 0 || s.num_seqs < 0)
     throw std::invalid_argument("gdn reference: sizes must be positive and HV a multiple of H");
+  if (s.num_seqs == 0) return;
+  bool ok = s.B == 1 && cu_seqlens && cu_seqlens[0] == 0 && cu_seqlens[s.num_seqs] == s.T;
+  for (int64_t n = 0; ok && n < s.num_seqs; ++n) ok = cu_seqlens[n + 1] > cu_seqlens[n];
+  if (!ok)
+    throw std::invalid_argument("gdn reference: a packed batch needs B = 1 and cu_seqlens rising from 0 to T");
+}
+
+// The inputs of one sequence of a packed batch (gdn_sequence_view), as a batch of its own.
+inline GdnRefInputs sequence_inputs(const GdnRefInputs& in, const GdnSequenceView& view) {
+  GdnRefInputs out;
+  out.q = in.q + view.qk;
+  out.k = in.k + view.qk;
+  out.v = in.v + view.v;
+  out.g = in.g ? in.g + view.gate : nullptr;
+  out.beta = in.beta + view.gate;
+  out.h0 = in.h0 ? in.h0 + view.state : nullptr;
+  return out;
+}
+
+// A packed batch's reference: `one(shape, inputs)` on every sequence in turn, each a batch of its
+// own from its own h0 (no state crosses a boundary), its o and hT placed at the sequence's offsets.
+// The same code runs a sequence packed or alone, so the results agree bit for bit.
+template <typename Fn>
+GdnRefOutputs packed_forward_ref(const GdnShape& s, const GdnRefInputs& in, bool o_magnitude, Fn&& one) {
+  GdnRefOutputs out;
+  out.o.assign(size_t(s.v_elems()), 0.0);
+  out.hT.assign(size_t(s.state_elems()), 0.0);
+  if (o_magnitude) out.o_abs.assign(out.o.size(), 0.0);
+  for (int64_t n = 0; n < s.num_seqs; ++n) {
+    const GdnSequenceView view = gdn_sequence_view(s, in.cu_seqlens, n);
+    const GdnRefOutputs r = one(view.shape, sequence_inputs(in, view));
+    std::copy(r.o.begin(), r.o.end(), out.o.begin() + view.v);
+    std::copy(r.hT.begin(), r.hT.end(), out.hT.begin() + view.state);
+    if (o_magnitude) std::copy(r.o_abs.begin(), r.o_abs.end(), out.o_abs.begin() + view.v);
+  }
+  return out;
 }
 
 // Row pointers for token t of sequence b; q/k head h serves value heads [h*group, (h+1)*group).

@@ -53,10 +53,11 @@ def read_rows(paths):
                 if missing:
                     die(f"{path}: column '{missing[0]}' missing; not a gdnbench schema v1 CSV")
                 for n, r in enumerate(reader, start=2):
-                    if r["schema_version"] not in ("1", "2", "3", "4"):
-                        die(f"{path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1 to 4")
-                    # The plots are of the forward; backward rows (v4's pass column) are left out.
-                    if r.get("pass", "fwd") in ("", "fwd"):
+                    if r["schema_version"] not in ("1", "2", "3", "4", "5"):
+                        die(f"{path}: row {n} has schema_version '{r['schema_version']}'; this script reads 1 to 5")
+                    # The plots are of the forward of one sequence against T; backward rows (v4's pass
+                    # column) and packed batches (v5's seqlens: T is a total of several) are left out.
+                    if r.get("pass", "fwd") in ("", "fwd") and not r.get("seqlens"):
                         rows.append(r)
         except OSError as e:
             die(f"cannot read '{path}': {e.strerror}")

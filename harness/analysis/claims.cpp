@@ -136,8 +136,10 @@ std::vector<Series> collect(const std::vector<CsvTable>& tables, const Claim& cl
   std::map<std::string, size_t> index;
   for (const CsvTable& t : tables)
     for (size_t i = 0; i < t.rows.size(); ++i) {
-      // The claims are of the forward: a backward row is no point of theirs.
-      if (t.cell(i, "family") != family || t.cell(i, "status") != "PASS" || row_pass(t, i) != "fwd") continue;
+      // The claims are of the forward of one sequence: a backward row or a packed batch is no point of theirs.
+      if (t.cell(i, "family") != family || t.cell(i, "status") != "PASS" || row_pass(t, i) != "fwd" ||
+          row_packed(t, i))
+        continue;
       const std::string& variant = t.cell(i, "variant");
       if (!c.variants.empty() && std::find(c.variants.begin(), c.variants.end(), variant) == c.variants.end()) continue;
       if (!std::all_of(where.begin(), where.end(), [&](const auto& w) { return cell_matches(t.cell(i, w.first), w.second); }))

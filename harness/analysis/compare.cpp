@@ -16,7 +16,7 @@ namespace {
 
 // The columns that make a case, with the pass (case_key). The plan is part of it: a run that chose
 // another kernel is another case, listed as unmatched rather than passed off as the same one.
-const char* const kCaseColumns[] = {"variant", "dtype",      "B",     "T",         "context",   "H",
+const char* const kCaseColumns[] = {"variant", "dtype",      "B",     "T",         "seqlens",   "context",   "H",
                                     "HV",      "K",          "V",     "chunk",     "gate",      "delta",
                                     "h0",      "frontend",   "scale", "gate_dist", "beta_dist", "distributions",
                                     "plan",    "plan_forced"};

@@ -72,9 +72,11 @@ std::vector<Row> load_rows(const std::vector<CsvTable>& tables, size_t file) {
     };
     Row r;
     r.file = file;
-    // A backward row is a series of its own: "cpu_chunked (bwd)" beside the forward's "cpu_chunked".
+    // A backward row is a series of its own: "cpu_chunked (bwd)" beside the forward's "cpu_chunked";
+    // so is each packed batch, whose T is the total of its sequences: "cpu_chunked (packed 1024*16)".
     const std::string pass = row_pass(t, i);
-    r.key.variant = t.cell(i, "variant") + (pass == "fwd" ? "" : " (" + pass + ")");
+    r.key.variant = t.cell(i, "variant") + (pass == "fwd" ? "" : " (" + pass + ")") +
+                    (row_packed(t, i) ? " (packed " + t.cell(i, "seqlens") + ")" : "");
     r.key.shape = {t.cell(i, "dtype"), integer("B"), integer("H"), integer("HV"), integer("K"), integer("V")};
     r.key.chunk = integer("chunk");
     r.key.gate = t.cell(i, "gate");

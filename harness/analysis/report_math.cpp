@@ -66,7 +66,7 @@ double floor_ms(double flops, double min_bytes, double ceiling_tflops, double ce
 bool timed_forward_row(const CsvTable& t, size_t row, const std::string& dtype) {
   const double ms = t.number(row, "time_median_ms");
   return t.cell(row, "status") == "PASS" && ms > 0 && std::isfinite(ms) && !(t.number(row, "context") > 0) &&
-         t.cell(row, "dtype") == dtype && row_pass(t, row) == "fwd";
+         t.cell(row, "dtype") == dtype && row_pass(t, row) == "fwd" && !row_packed(t, row);
 }
 
 RecordedCeilings first_recorded_ceilings(const std::vector<CsvTable>& tables, const std::string& dtype,

@@ -42,6 +42,10 @@ po::options_description option_description() {
       ("dtypes", s("fp32"), "fp32, bf16, fp16")
       ("B", s("1"), "batch sizes")
       ("T", s("256"), "sequence lengths")
+      ("seqlens", s("none"), "a packed batch (B = 1, T the total, h0 and hT per sequence, as FLA's cu_seqlens): "
+                             "its sequences' lengths (1,63,64,65,1000 or 1024*16: one batch, not an axis), or "
+                             "random:N:LO-HI (N lengths uniform in [LO, HI], drawn from the seed); none: not packed. "
+                             "--T beside it (on the same grid line, or both on the command line) must be the total")
       ("context", s("0"), "tokens already in the KV cache before the T new ones (attention decode; "
                           "GDN variants ignore it)")
       ("H", s("2"), "q/k heads")
@@ -284,14 +288,36 @@ std::vector<int64_t> parse_nonnegative_list(const std::string& flag, const std::
   return out;
 }
 
-// Expands one fully-merged option set into cases.
-void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed,
+// --seqlens of a grid: the spec text ("" for none), checked, with B and T agreeing with it: B = 1, and
+// a --T given beside it (T_given) the total. A --T elsewhere (a command line reducing a suite's range)
+// is for the suite's other lines.
+std::string packed_spec(const po::variables_map& vm, bool T_given, uint64_t seed, const std::vector<int64_t>& Bs,
+                        const std::vector<int64_t>& Ts, int64_t& total) {
+  const std::string text = opt(vm, "seqlens");
+  if (text == "none") return "";
+  std::string error;
+  const SeqlensSpec spec = parse_seqlens(text, &error);
+  if (!error.empty()) throw UsageError(error);
+  if (Bs.size() != 1 || Bs[0] != 1)
+    throw UsageError(fmt::format("--seqlens: a packed batch has B = 1 (its sequences lie along T), not --B {}", opt(vm, "B")));
+  total = 0;
+  for (int64_t len : seqlens_lengths(spec, seed)) total += len;
+  if (T_given && (Ts.size() != 1 || Ts[0] != total))
+    throw UsageError(fmt::format("--seqlens: the lengths total T = {}, not --T {} (leave --T out)", total, opt(vm, "T")));
+  return text;
+}
+
+// Expands one fully-merged option set into cases. T_given: --T on the command line or the grid line.
+void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed, bool T_given,
                  std::vector<Case>& cases) {
   for (const char* list : {"variants", "dtypes", "gate", "delta", "h0", "frontend", "gate-dist", "beta-dist", "plan",
                            "pass", "dht"})
     reject_empty_items(list, opt(vm, list));  // the size lists check theirs as they parse
   const auto Bs = parse_positive_list("B", opt(vm, "B"));
-  const auto Ts = parse_positive_list("T", opt(vm, "T"));
+  const auto Ts0 = parse_positive_list("T", opt(vm, "T"));
+  int64_t packed_T = 0;
+  const std::string seqlens = packed_spec(vm, T_given, seed, Bs, Ts0, packed_T);
+  const auto Ts = seqlens.empty() ? Ts0 : std::vector<int64_t>{packed_T};
   const auto contexts = parse_nonnegative_list("context", opt(vm, "context"));
   const auto Hs = parse_positive_list("H", opt(vm, "H"));
   const std::string hv_text = opt(vm, "HV");
@@ -402,6 +428,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.plan = plan;
         p.pass = pass;
         p.use_dht = dht;
+        p.seqlens = seqlens;
+        resolve_packed(p);
         cases.push_back({p, variant, is_explicit});
       }
     }
@@ -652,10 +680,17 @@ Invocation parse_invocation_impl(const std::vector<std::string>& args, bool cuda
   for (const std::string& g : grids) {
     const std::string where = fmt::format("grid '{}'", g);
     po::variables_map vm;
+    const po::parsed_options grid = parse_tokens(split_grid_words(g, where), desc, where.c_str());
     store_or_usage(cli, vm, "command line");
-    store_or_usage(parse_tokens(split_grid_words(g, where), desc, where.c_str()), vm, where.c_str());
+    store_or_usage(grid, vm, where.c_str());
     store_or_usage(suite, vm, inv.suite_path.c_str());
-    expand_grid(vm, cuda_available, inv.seed, inv.cases);
+    const auto gives = [](const po::parsed_options& po_set, const char* name) {
+      return std::any_of(po_set.options.begin(), po_set.options.end(),
+                         [&](const po::option& o) { return o.string_key == name; });
+    };
+    // --T beside --seqlens: on this grid line, or on the command line with the command line's --seqlens.
+    const bool T_given = gives(grid, "T") || (gives(cli, "T") && gives(cli, "seqlens"));
+    expand_grid(vm, cuda_available, inv.seed, T_given, inv.cases);
   }
   return inv;
 }

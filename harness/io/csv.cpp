@@ -62,6 +62,7 @@ const std::vector<Column>& columns() {
       {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
       {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
       {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},
+      {"seqlens", [](const M&, const R& r) { return seqlens_text(r.problem.cu_seqlens); }},
       {"context", [](const M&, const R& r) { return std::to_string(r.problem.context); }},
       {"H", [](const M&, const R& r) { return std::to_string(r.problem.shape.H); }},
       {"HV", [](const M&, const R& r) { return std::to_string(r.problem.shape.HV); }},

@@ -1,4 +1,4 @@
-// CSV writer, schema v4 (reports/SCHEMA.md). Every row is written through a temporary file and a
+// CSV writer, schema v5 (reports/SCHEMA.md). Every row is written through a temporary file and a
 // rename (harness/io/output_file.h), so an interrupted run leaves a valid CSV of the finished cases.
 #pragma once
 #include <string>
@@ -7,9 +7,10 @@
 #include "harness/io/output_file.h"
 #include "harness/result.h"
 
-constexpr int kCsvSchemaVersion = 4;
+constexpr int kCsvSchemaVersion = 5;
 // The oldest schema the readers (report, claims, compare) still read: v1 lacks the plan column, v1
-// and v2 the tolerance profile, v1 to v3 the pass (every row of theirs is a forward).
+// and v2 the tolerance profile, v1 to v3 the pass (every row of theirs is a forward), v1 to v4 the
+// seqlens (every row of theirs is unpacked).
 constexpr int kCsvOldestReadableSchema = 1;
 
 std::vector<std::string> csv_columns();

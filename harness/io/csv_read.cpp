@@ -129,6 +129,8 @@ std::string row_pass(const CsvTable& t, size_t i) {
   return pass.empty() ? "fwd" : pass;
 }
 
+bool row_packed(const CsvTable& t, size_t i) { return !t.cell(i, "seqlens").empty(); }
+
 std::set<std::string> tolerance_profiles(const CsvTable& t) {
   std::set<std::string> s;
   for (size_t i = 0; i < t.rows.size(); ++i) s.insert(t.cell(i, "tolerances") + " " + t.cell(i, "tolerances_hash"));

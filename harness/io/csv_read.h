@@ -1,4 +1,4 @@
-// Reading gdnbench CSVs back (schema v1 to v4, reports/SCHEMA.md): an RFC 4180 parser and a table whose
+// Reading gdnbench CSVs back (schema v1 to v5, reports/SCHEMA.md): an RFC 4180 parser and a table whose
 // columns are looked up by header name, as the schema asks.
 #pragma once
 #include <optional>
@@ -28,6 +28,10 @@ struct CsvTable {
 // The pass of row i (fwd, bwd, fwdbwd): its `pass` cell, or fwd for a row of a schema before the
 // column (v1 to v3 ran the forward only). Every reader asks this, so old and new rows match.
 std::string row_pass(const CsvTable& t, size_t i);
+
+// Whether row i is a packed batch (its `seqlens` cell; rows of a schema before v5 are not): the T of
+// such a row is the total of several sequences, no point of a single sequence's T series.
+bool row_packed(const CsvTable& t, size_t i);
 
 // The tolerance profiles that judged the rows of `t`, "NAME HASH" each (" " for a row of a schema
 // before the columns).

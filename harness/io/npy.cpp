@@ -15,7 +15,7 @@ constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 constexpr size_t kPrefixLen = 10;  // magic, 2 version bytes, uint16 header length
 
-size_t item_bytes(NpyType t) { return t == NpyType::f4 ? 4 : t == NpyType::f8 ? 8 : 2; }
+size_t item_bytes(NpyType t) { return t == NpyType::f4 || t == NpyType::i4 ? 4 : t == NpyType::f8 ? 8 : 2; }
 
 // The value of `key` in the header dict, as raw text up to the next top-level ',' or '}'.
 // The dict is Python literal syntax; the keys NumPy writes hold no nested braces, only a tuple.
@@ -87,6 +87,11 @@ double decode(NpyType t, const unsigned char* p) {
     }
     case NpyType::f2: return half_bits_to_float(uint16_t(p[0] | (p[1] << 8)));
     case NpyType::bf16_u2: return bf16_bits_to_float(uint16_t(p[0] | (p[1] << 8)));
+    case NpyType::i4: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
   }
   return 0.0;
 }
@@ -99,6 +104,11 @@ void encode(NpyType t, double x, unsigned char* p) {
       return;
     }
     case NpyType::f8: std::memcpy(p, &x, 8); return;
+    case NpyType::i4: {  // integers only (cu_seqlens): exact in double
+      const int32_t i = int32_t(x);
+      std::memcpy(p, &i, 4);
+      return;
+    }
     case NpyType::f2:
     case NpyType::bf16_u2: {
       const uint16_t h = t == NpyType::f2 ? float_to_half_bits(float(x)) : float_to_bf16_bits(float(x));
@@ -137,6 +147,7 @@ const char* npy_descr(NpyType t) {
     case NpyType::f8: return "<f8";
     case NpyType::f2: return "<f2";
     case NpyType::bf16_u2: return "<u2";
+    case NpyType::i4: return "<i4";
   }
   return "?";
 }
@@ -187,9 +198,10 @@ NpyArray read_npy(std::istream& f, const std::string& path) {
   else if (descr == "<f8") a.type = NpyType::f8;
   else if (descr == "<f2") a.type = NpyType::f2;
   else if (descr == "<u2") a.type = NpyType::bf16_u2;
+  else if (descr == "<i4") a.type = NpyType::i4;
   else
-    throw NpyError(fmt::format("{}: .npy dtype '{}' is not read; use <f4, <f8, <f2 or <u2 (bf16 bits), "
-                               "little-endian", path, descr));
+    throw NpyError(fmt::format("{}: .npy dtype '{}' is not read; use <f4, <f8, <f2, <u2 (bf16 bits) or <i4 "
+                               "(offsets), little-endian", path, descr));
   if (dict_value(dict, "fortran_order", path) != "False")
     throw NpyError(fmt::format("{}: .npy array is in Fortran order; save it C-contiguous", path));
   a.shape = parse_shape(dict_value(dict, "shape", path), path);

@@ -1,7 +1,7 @@
 // Minimal NumPy .npy files (format version 1.0), the exchange format with external kernels
 // (`gdnbench dump` / `gdnbench check`, scripts/ext_runner.py). Little-endian, C order only:
 //   <f4 float32, <f8 float64, <f2 float16, <u2 bfloat16 bit patterns (NumPy has no bfloat16;
-//   by this project's convention a <u2 array always holds bf16 bits).
+//   by this project's convention a <u2 array always holds bf16 bits), <i4 int32 (cu_seqlens).
 // Anything else (big-endian, Fortran order, other dtypes, version 2/3 headers) is refused with a
 // one-line NpyError that says what was found and what is accepted.
 #pragma once
@@ -15,8 +15,8 @@ struct NpyError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class NpyType { f4, f8, f2, bf16_u2 };
-const char* npy_descr(NpyType t);  // "<f4", "<f8", "<f2", "<u2"
+enum class NpyType { f4, f8, f2, bf16_u2, i4 };
+const char* npy_descr(NpyType t);  // "<f4", "<f8", "<f2", "<u2", "<i4"
 
 struct NpyArray {
   NpyType type = NpyType::f4;

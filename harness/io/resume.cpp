@@ -13,7 +13,7 @@
 namespace {
 
 const std::vector<std::string>& key_columns() {
-  static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "context", "H", "HV", "K", "V", "frontend",
+  static const std::vector<std::string> names = {"variant", "dtype", "B", "T", "seqlens", "context", "H", "HV", "K", "V", "frontend",
                                                  "chunk", "gate", "delta", "h0", "gate_dist",
                                                  "beta_dist", "distributions", "scale", "seed", "plan_forced",
                                                  "pass", "dht"};
@@ -160,7 +160,10 @@ ResumeState apply_resume_text(Invocation& inv, const std::string& contents, cons
     } catch (const std::exception&) {
       throw UsageError(fmt::format("--resume: '{}' has the seed '{}', not an integer", path, s));
     }
-    for (Case& c : inv.cases) c.problem.seed = inv.seed;
+    for (Case& c : inv.cases) {
+      c.problem.seed = inv.seed;
+      resolve_packed(c.problem);  // a drawn packed batch follows the seed
+    }
   }
 
   std::vector<Case> remaining;

@@ -13,9 +13,12 @@ struct GdnParams {
   const void* v = nullptr;   // [B, T, HV, V]
   const float* g = nullptr;     // [B, T, HV] log decay; nullptr: no gate (DeltaNet)
   const float* beta = nullptr;  // [B, T, HV]
-  const float* h0 = nullptr;    // [B, HV, K, V]; nullptr: zero initial state
+  const float* h0 = nullptr;    // [B or num_seqs, HV, K, V]; nullptr: zero initial state
   void* o = nullptr;            // [B, T, HV, V]
-  float* hT = nullptr;          // [B, HV, K, V]; nullptr: final state not written
+  float* hT = nullptr;          // [B or num_seqs, HV, K, V]; nullptr: final state not written
+  // A packed batch (shape.num_seqs > 0): the num_seqs + 1 token offsets of its sequences, in the
+  // memory the kernel reads (host for the CPU backend, device for CUDA); nullptr otherwise.
+  const int32_t* cu_seqlens = nullptr;
   float scale = 0.0f;           // resolved by the harness (K^-1/2 by default), never 0 here
   bool use_delta = true;        // false: gated linear attention
   int chunk = 64;               // chunk size C for chunked variants

@@ -24,8 +24,9 @@ struct CpuChunkHead {
   const float* v(int64_t t) const { return static_cast<const float*>(p->v) + gidx(t) * p->shape.V; }
 };
 
+// head: sequence n HV + hv (a batch row, or a sequence of a packed batch, all in row 0).
 inline CpuChunkHead cpu_chunk_head(const GdnParams& p, int64_t head) {
-  const int64_t b = head / p.shape.HV, hv = head % p.shape.HV;
+  const int64_t b = gdn_sequence(p.shape, p.cu_seqlens, head / p.shape.HV).b, hv = head % p.shape.HV;
   return {&p, b, GDN_MUTATE(gva_head_interleaved, hv / p.shape.group(), hv % p.shape.H), hv};
 }
 

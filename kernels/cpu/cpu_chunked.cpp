@@ -1,5 +1,6 @@
 // cpu_chunked: the chunked UT-transform form of docs/DESIGN.md section 1 in float32, one (b, hv) head
-// per task, chunks in sequence (the state is carried from one chunk to the next).
+// per task, chunks in sequence (the state is carried from one chunk to the next). A packed batch:
+// one (sequence, hv) head a task, its chunks counted from the sequence's first token.
 //   A = strictly_lower(diag(beta) K K^T .* D); Tm = (I + A)^-1 by forward substitution
 //   W = Tm diag(beta exp(gamma)) K; U = Tm diag(beta) V - W S0
 //   O = scale (diag(exp(gamma)) Q S0 + (Q K^T .* D .* causal) U)
@@ -29,16 +30,20 @@ CpuStatus run_cpu_chunked(const GdnParams& p, float* workspace, int threads) {
   if (C != 16 && C != 32 && C != 64) return CpuStatus::unsupported;
   auto* o = static_cast<float*>(p.o);
   const size_t ws = cpu_chunked_workspace_floats(p);
-  cpu_parallel_for(s.B * s.HV, threads, [&](int64_t head, int worker) {
+  cpu_parallel_for(s.sequences() * s.HV, threads, [&](int64_t head, int worker) {
     const CpuChunkHead hd = cpu_chunk_head(p, head);
+    const GdnSequence seq = gdn_sequence(s, p.cu_seqlens, head / s.HV);
     CpuChunkTiles c = cpu_chunk_tiles(workspace + worker * ws, C, K);
     float* S = workspace + worker * ws + cpu_chunk_tiles_floats(C, K, V);
     cpu_chunk_initial_state(p, head, S);
-    for (int64_t t0 = 0; t0 < s.T; t0 += GDN_MUTATE(chunk_off_by_one, C, C - 1)) {
-      const int64_t L = std::min(C, s.T - t0);
+    // Chunks start at the sequence's first token, wherever it lies in a packed batch: a chunk never
+    // holds tokens of two sequences.
+    const int64_t first = GDN_MUTATE(chunks_on_packed_grid, seq.begin, seq.begin - seq.begin % C);
+    for (int64_t t0 = first; t0 < seq.end; t0 += GDN_MUTATE(chunk_off_by_one, C, C - 1)) {
+      const int64_t L = std::min(C, seq.end - t0);
       cpu_chunk_algebra(hd, t0, L, S, c);
       // O = scale (diag(exp(gamma)) Q S0 + (Q K^T .* D .* causal) U), from the entering state.
-      for (int64_t i = 0; i < L; ++i) {
+      for (int64_t i = GDN_MUTATE(chunks_on_packed_grid, 0, std::max<int64_t>(0, seq.begin - t0)); i < L; ++i) {
         const float* qi = hd.q(t0 + i);
         float* oi = o + hd.gidx(t0 + i) * V;
         std::fill_n(oi, V, 0.0f);

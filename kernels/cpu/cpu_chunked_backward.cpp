@@ -37,6 +37,7 @@ size_t cpu_chunked_backward_workspace_floats(const GdnParams& p, int threads) {
 }
 
 CpuStatus run_cpu_chunked_backward(const GdnParams& p, const GdnGradParams& gp, float* workspace, int threads) {
+  if (p.shape.num_seqs > 0) return cpu_backward_by_sequence(p, gp, workspace, threads, run_cpu_chunked_backward);
   const GdnShape s = p.shape;
   const int64_t C = p.chunk, K = s.K, V = s.V, KV = K * V;
   if (C != 16 && C != 32 && C != 64) return CpuStatus::unsupported;

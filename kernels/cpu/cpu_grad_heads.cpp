@@ -1,12 +1,22 @@
 #include "kernels/cpu/cpu_grad_heads.h"
 
 #include "kernels/common/dtype.h"
+#include "kernels/common/gdn_sequence_params.h"
 
 size_t cpu_grad_heads_floats(const GdnParams& p) { return size_t(2 * p.shape.B * p.shape.T * p.shape.HV * p.shape.K); }
 
 CpuGradWorkspace cpu_grad_workspace(const GdnParams& p, float* workspace) {
   const int64_t per_tensor = p.shape.B * p.shape.T * p.shape.HV * p.shape.K;
   return {workspace, workspace + per_tensor, workspace + cpu_grad_heads_floats(p)};
+}
+
+CpuStatus cpu_backward_by_sequence(const GdnParams& p, const GdnGradParams& gp, float* workspace, int threads,
+                                   CpuBackwardKernel backward) {
+  CpuStatus status = CpuStatus::ok;
+  for_each_sequence_view(p, gp, p.cu_seqlens, sizeof(float), [&](const GdnParams& view, const GdnGradParams& grad) {
+    if (status == CpuStatus::ok) status = backward(view, grad, workspace, threads);
+  });
+  return status;
 }
 
 void cpu_sum_grad_heads(const GdnParams& p, const GdnGradParams& gp, const float* dq_heads, const float* dk_heads) {

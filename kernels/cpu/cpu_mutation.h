@@ -26,6 +26,11 @@ enum class CpuMutation {
                           // recurrent: the update's term subtracted from o again)
   gva_head_interleaved,   // value head hv reads q/k head hv % H instead of hv / (HV / H)
   g_ignores_batch,      // g read at batch 0 for every batch
+  // Packed batches (cu_seqlens): only the gate's packed lines can catch these.
+  state_carried_across_sequences,  // cpu_recurrent: a sequence's state runs over every earlier
+                                   // sequence's tokens first, as if the batch were one sequence
+  chunks_on_packed_grid,  // cpu_chunked: chunks at multiples of C of the packed layout, so the
+                          // chunk a sequence starts in takes the previous sequence's last tokens
   state_in_dtype,       // the state rounded to the problem dtype after every update
   state_not_zeroed,     // h0 off: the state starts from whatever the worker's scratch holds
   // cpu_chunked only.

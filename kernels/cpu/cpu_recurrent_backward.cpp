@@ -38,6 +38,7 @@ size_t cpu_recurrent_backward_workspace_floats(const GdnParams& p, int threads) 
 }
 
 CpuStatus run_cpu_recurrent_backward(const GdnParams& p, const GdnGradParams& gp, float* workspace, int threads) {
+  if (p.shape.num_seqs > 0) return cpu_backward_by_sequence(p, gp, workspace, threads, run_cpu_recurrent_backward);
   const GdnShape s = p.shape;
   const int64_t K = s.K, V = s.V, KV = K * V;
   const auto* q = static_cast<const float*>(p.q);

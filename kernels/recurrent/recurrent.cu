@@ -1,6 +1,7 @@
 // recurrent: the step form of docs/DESIGN.md section 1 on the GPU, sequential over T.
 //   S' = exp(g_t) S;  u = beta_t (v_t - S'^T k_t);  S = S' + k_t u^T;  o_t = S^T (scale q_t)
-// Work split: one block per (b, hv, 128/kSplit value columns). A group of kSplit consecutive lanes
+// Work split: one block per (sequence, hv, 128/kSplit value columns); a sequence is a batch row, or
+// of a packed batch (cu_seqlens) tokens [cu[n], cu[n+1]) of row 0 with state n. A group of kSplit consecutive lanes
 // owns one value column j: lane r holds state rows i = r + kSplit * n, n < kRows, in registers
 // (float32), so K <= kRows * kSplit; rows past K stay zero. Both reductions over K (S^T k and
 // S^T q) are kRows in-register FMAs plus log2(kSplit) shuffles.
@@ -37,7 +38,8 @@ struct TileFetch {
   static constexpr int kV = (kTile * kCols + kThreads - 1) / kThreads;
   float q[kQK], k[kQK], v[kV], g, beta;
 
-  __device__ void load(const GdnParams& p, int64_t b, int64_t hv, int64_t h, int64_t t0) {
+  // Tokens t0 .. t0 + kTile - 1 of batch row b, those before `end` (the sequence's end).
+  __device__ void load(const GdnParams& p, int64_t b, int64_t hv, int64_t h, int64_t t0, int64_t end) {
     const GdnShape& s = p.shape;
     const T* qp = static_cast<const T*>(p.q);
     const T* kp = static_cast<const T*>(p.k);
@@ -45,7 +47,7 @@ struct TileFetch {
 #pragma unroll
     for (int e = 0; e < kQK; ++e) {
       const int x = threadIdx.x + e * kThreads, tt = x / kKPad, i = x % kKPad;
-      const bool ok = t0 + tt < s.T && i < s.K;
+      const bool ok = t0 + tt < end && i < s.K;
       const int64_t row = ((b * s.T + t0 + tt) * s.H + h) * s.K + i;
       q[e] = ok ? to_float(qp[row]) : 0.0f;
       k[e] = ok ? to_float(kp[row]) : 0.0f;
@@ -54,11 +56,11 @@ struct TileFetch {
     for (int e = 0; e < kV; ++e) {
       const int x = threadIdx.x + e * kThreads, tt = x / kCols, c = x % kCols;
       const int64_t jj = int64_t(blockIdx.x) * kCols + c;
-      const bool ok = x < kTile * kCols && t0 + tt < s.T && jj < s.V;
+      const bool ok = x < kTile * kCols && t0 + tt < end && jj < s.V;
       v[e] = ok ? to_float(vp[((b * s.T + t0 + tt) * s.HV + hv) * s.V + jj]) : 0.0f;
     }
     const int64_t tt = threadIdx.x;
-    const bool ok = tt < kTile && t0 + tt < s.T;
+    const bool ok = tt < kTile && t0 + tt < end;
     const int64_t gi = (b * s.T + t0 + tt) * s.HV + hv;
     g = (ok && p.g) ? p.g[gi] : 0.0f;
     beta = (ok && p.use_delta) ? p.beta[gi] : 1.0f;
@@ -96,7 +98,8 @@ gdn_recurrent_kernel(const GdnParams p) {
   __shared__ float g_s[kTile], beta_s[kTile];
 
   const GdnShape s = p.shape;
-  const int64_t b = blockIdx.z, hv = blockIdx.y, h = hv / (s.HV / s.H);
+  const GdnSequence seq = gdn_sequence(s, p.cu_seqlens, blockIdx.z);
+  const int64_t b = seq.b, hv = blockIdx.y, h = hv / (s.HV / s.H);
   const int lane_r = threadIdx.x % kSplit;
   const int col = threadIdx.x / kSplit;
   const int64_t j = int64_t(blockIdx.x) * kCols + col;
@@ -104,7 +107,7 @@ gdn_recurrent_kernel(const GdnParams p) {
   T* o = static_cast<T*>(p.o);
 
   float S[kRowsPerLane];
-  const int64_t state_base = (b * s.HV + hv) * s.K * s.V;
+  const int64_t state_base = (int64_t(blockIdx.z) * s.HV + hv) * s.K * s.V;
 #pragma unroll
   for (int n = 0; n < kRowsPerLane; ++n) {
     const int64_t i = lane_r + kSplit * n;
@@ -112,13 +115,13 @@ gdn_recurrent_kernel(const GdnParams p) {
   }
 
   Fetch next;
-  next.load(p, b, hv, h, 0);
-  for (int64_t t0 = 0; t0 < s.T; t0 += kTile) {
-    const int steps = s.T - t0 < kTile ? int(s.T - t0) : kTile;
+  next.load(p, b, hv, h, seq.begin, seq.end);
+  for (int64_t t0 = seq.begin; t0 < seq.end; t0 += kTile) {
+    const int steps = seq.end - t0 < kTile ? int(seq.end - t0) : kTile;
     __syncthreads();  // the previous tile is fully consumed
     next.store(q_s, k_s, v_s, g_s, beta_s);
     __syncthreads();
-    if (t0 + kTile < s.T) next.load(p, b, hv, h, t0 + kTile);  // in flight during this tile
+    if (t0 + kTile < seq.end) next.load(p, b, hv, h, t0 + kTile, seq.end);  // in flight during this tile
 
     for (int tt = 0; tt < steps; ++tt) {
       const float alpha = expf(g_s[tt]);
@@ -179,10 +182,11 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
   const int64_t j = int64_t(blockIdx.x) * 32 + lane;
   const bool col_ok = j < s.V;
   const int64_t row0 = int64_t(warp) * kRows;
-  // Heads past 65535 continue on grid.z (the launcher splits B * HV over y and z).
+  // Heads past 65535 continue on grid.z (the launcher splits sequences * HV over y and z).
   const int64_t head = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
-  if (head >= s.B * s.HV) return;  // the last z row of that split is partly empty
-  const int64_t b = head / s.HV, hv = head % s.HV, h = hv / (s.HV / s.H);
+  if (head >= s.sequences() * s.HV) return;  // the last z row of that split is partly empty
+  const GdnSequence seq = gdn_sequence(s, p.cu_seqlens, head / s.HV);
+  const int64_t b = seq.b, hv = head % s.HV, h = hv / (s.HV / s.H);
   const int64_t state_base = head * s.K * s.V;
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
@@ -195,7 +199,7 @@ gdn_recurrent_decode_kernel(const GdnParams p) {
     const int64_t i = row0 + n;
     S[n] = (p.h0 && col_ok && i < s.K) ? p.h0[state_base + i * s.V + j] : 0.0f;
   }
-  for (int64_t t = 0; t < s.T; ++t) {
+  for (int64_t t = seq.begin; t < seq.end; ++t) {
     const int64_t tok = b * s.T + t;
     const T* kt = k + (tok * s.H + h) * s.K;
     const T* qt = q + (tok * s.H + h) * s.K;
@@ -230,13 +234,13 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
   const int64_t K = p.shape.K;
   auto grid_for = [&](int split) {
     const int cols = kThreads / split;
-    return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.B));
+    return dim3(unsigned((p.shape.V + cols - 1) / cols), unsigned(p.shape.HV), unsigned(p.shape.sequences()));
   };
   // The plan (kernels/plans/launch_plans.h): the T form, forced or by T; the K bucket of the tiles.
   const RecurrentForm form = recurrent_form(p.shape, p.recurrent_form);
   if (form == RecurrentForm::decode) {
     // One block per (column group, head); heads over grid y and z.
-    const int64_t heads = p.shape.B * p.shape.HV, col_blocks = (p.shape.V + 31) / 32;
+    const int64_t heads = p.shape.sequences() * p.shape.HV, col_blocks = (p.shape.V + 31) / 32;
     constexpr int64_t kMaxGridY = 65535;
     const int64_t y = std::min(heads, kMaxGridY), z = (heads + y - 1) / y;
     const dim3 grid{unsigned(col_blocks), unsigned(y), unsigned(z)};
@@ -260,7 +264,8 @@ cudaError_t launch_for_type(const GdnParams& p, cudaStream_t stream) {
 int launch_gdn_recurrent(const GdnParams& p, void* /*workspace*/, cudaStream_t stream) {
   if (p.recurrent_form == RecurrentForm::decode && p.shape.T > kRecurrentDecodeMaxT) return int(cudaErrorInvalidValue);
   if (p.shape.K > kRecurrentMaxHeadDim || p.shape.V > kRecurrentMaxHeadDim) return int(cudaErrorInvalidValue);
-  if (p.shape.HV > 65535 || p.shape.B > 65535) return int(cudaErrorInvalidValue);
+  if (p.shape.HV > 65535 || p.shape.sequences() > 65535) return int(cudaErrorInvalidValue);
+  if (p.shape.num_seqs > 0 && (p.shape.B != 1 || !p.cu_seqlens)) return int(cudaErrorInvalidValue);
   switch (p.dtype) {
     case DType::f32: return int(launch_for_type<float>(p, stream));
     case DType::bf16: return int(launch_for_type<__nv_bfloat16>(p, stream));

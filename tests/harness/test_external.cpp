@@ -280,3 +280,52 @@ TEST_CASE("the binary: dump, check with --csv, exit codes", "[external][cli]") {
     }
   }
 }
+
+TEST_CASE("dump then check a packed batch: cu_seqlens.npy, a state per sequence", "[external][packed]") {
+  testutil::TempDir dir;
+  const uint64_t seed = testutil::fresh_seed();
+  INFO("seed " << seed);
+  Problem p = small_problem(seed, DType::bf16);
+  p.seqlens = "1,17,64,5";
+  resolve_packed(p);
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+  const NpyArray cu = read_npy(dir.file("dump/cu_seqlens.npy"));
+  CHECK(cu.type == NpyType::i4);
+  CHECK(cu.values == std::vector<double>{0, 1, 18, 82, 87});
+
+  const DumpedProblem d = read_dump(dump);
+  Problem resolved = p;
+  resolved.scale = p.resolved_scale();
+  CHECK(d.problem.input_key() == resolved.input_key());
+  CHECK(d.inputs.cu_seqlens == p.cu_seqlens);
+  REQUIRE(d.inputs.h0.size() == size_t(4 * p.shape.HV * p.shape.K * p.shape.V));
+  const RunOutputs out = run_cpu_on(d);
+  const GdnShape& s = p.shape;
+  write_npy(dir.file("o.npy"), o_shape(s), out.o.data(), NpyType::bf16_u2);
+  write_npy(dir.file("hT.npy"), {s.num_seqs, s.HV, s.K, s.V}, out.hT.data(), NpyType::f4);
+  CheckOptions opt;
+  opt.dir = dump;
+  opt.o_path = dir.file("o.npy");
+  opt.ht_path = dir.file("hT.npy");
+  opt.variant = "ext:cpu";
+  opt.precision = Precision::fp32_math;
+  CHECK(check_external(opt).status == Status::pass);
+  // The same tokens run as one sequence (the state carried across the boundaries) fail.
+  Problem flat = d.problem;
+  flat.seqlens.clear();
+  flat.cu_seqlens.clear();
+  flat.shape.num_seqs = 0;
+  DumpedProblem one = d;
+  one.problem = flat;
+  one.inputs.cu_seqlens.clear();
+  one.inputs.h0.resize(size_t(s.HV * s.K * s.V));
+  const RunOutputs carried = run_cpu_on(one);
+  write_npy(dir.file("o.npy"), o_shape(s), carried.o.data(), NpyType::bf16_u2);
+  opt.ht_path.clear();
+  CHECK(check_external(opt).status == Status::fail);
+  // Offsets that do not end at T are refused.
+  const std::vector<double> short_cu = {0, 1, 18, 82, 86};
+  write_npy(dir.file("dump/cu_seqlens.npy"), {5}, short_cu.data(), NpyType::i4);
+  CHECK_THROWS_WITH(check_external(opt), Catch::Contains("cu_seqlens must be"));
+}

@@ -21,11 +21,14 @@ struct PlantedBug {
   CpuMutation mutation;
   const char* name;
   const char* variants;  // the variants it is planted in, as --variants takes them
+  bool packed_only = false;  // a bug of packed batches: only the gate's --seqlens lines may fail
 };
 
 const char kBoth[] = "cpu_recurrent,cpu_chunked";
 #define PLANTED_BUG(m, variants) \
   PlantedBug { CpuMutation::m, #m, variants }
+#define PACKED_BUG(m, variants) \
+  PlantedBug { CpuMutation::m, #m, variants, true }
 const PlantedBug kPlantedBugs[] = {
     PLANTED_BUG(decay_after_delta, kBoth),
     PLANTED_BUG(h0_transposed, kBoth),
@@ -34,6 +37,8 @@ const PlantedBug kPlantedBugs[] = {
     PLANTED_BUG(readout_before_update, kBoth),
     PLANTED_BUG(gva_head_interleaved, kBoth),
     PLANTED_BUG(g_ignores_batch, kBoth),
+    PACKED_BUG(state_carried_across_sequences, "cpu_recurrent"),
+    PACKED_BUG(chunks_on_packed_grid, "cpu_chunked"),
     PLANTED_BUG(state_in_dtype, kBoth),
     PLANTED_BUG(state_not_zeroed, kBoth),
     PLANTED_BUG(skip_tail_decay, "cpu_chunked"),
@@ -148,5 +153,12 @@ TEST_CASE("mutation check: the gate fails every planted bug", "[mutation]") {
     REQUIRE(count_rows(sum, variant, Status::pass) + count_rows(sum, variant, Status::fail) > 0);
     CHECK(count_rows(sum, variant, Status::fail) > 0);
   }
+  // A packed-batch bug is invisible to a single sequence: the gate catches it by its packed lines
+  // alone, which is what those lines are for.
+  if (bug.packed_only)
+    for (const ResultRow& r : sum.rows) {
+      INFO(r.variant << " T=" << r.problem.shape.T << " seqlens=" << r.problem.seqlens << ": " << r.reason);
+      CHECK((r.status != Status::fail || r.problem.packed()));
+    }
 }
 
