@@ -26,9 +26,10 @@ const std::vector<VariantPlans> kPlans = {
      [](const Problem& p, const PlanDevice&, PlanLaunch&) { return one_path(p, cpu_chunked_stages()); }},
     {"recurrent", recurrent_plan_stages,
      [](const Problem& p, const PlanDevice&, PlanLaunch& l) {
-       PlanChoice c = recurrent_plan(p.shape, p.plan);
-       if (c.unsupported.empty()) {
-         const std::string& o = c.options[0];
+       const PlanPasses passes{pass_has_forward(p.pass), pass_has_backward(p.pass)};
+       PlanChoice c = recurrent_plan(p.shape, p.plan, passes);
+       if (c.unsupported.empty() && passes.forward) {
+         const std::string& o = c.options[0];  // the form: the first stage
          l.recurrent_form = o.rfind("decode", 0) == 0  ? RecurrentForm::decode
                             : o.rfind("long", 0) == 0 ? RecurrentForm::long_seq
                                                       : RecurrentForm::short_seq;

@@ -12,8 +12,9 @@ bin=${GDNBENCH_BUILD:-build}/gdnbench
 [ -x "$bin" ] || { echo "cpu_suites: $bin is missing: run scripts/build.sh first" >&2; exit 2; }
 mkdir -p "$out"
 # Small heads keep the float64 references and the CPU kernels to seconds; the suites' own T and
-# context axes stay, except where they would take minutes on two cores.
-small=(--H 2 --K 32 --V 32 --threads 2 --no-progress --min-samples 3 --max-seconds 0.2)
+# context axes stay, except where they would take minutes on two cores. One warm-up: the verifying
+# launch before the timing warms too.
+small=(--H 2 --K 32 --V 32 --threads 2 --no-progress --warmup 1 --min-samples 3 --max-seconds 0.2)
 step() {
   local name=$1; shift
   echo "== $name: $bin $*"
@@ -25,6 +26,11 @@ step memory run --suite suites/memory.ini --T 256,512,1024,2048
 step precision verify --suite suites/precision.ini --T 64,256,1024
 step headdim run --suite suites/headdim.ini --T 512
 step claims run --suite suites/claims.ini
+# The training-step series (the suites' --pass fwdbwd lines) must give rows: linear_time_training reads them.
+for f in "$out"/scaling.csv "$out"/claims.csv; do
+  /usr/bin/python3 -c 'import csv, sys; sys.exit(not any(r["pass"] == "fwdbwd" and r["status"] == "PASS" for r in csv.DictReader(open(sys.argv[1]))))' "$f" \
+    || { echo "cpu_suites: $f has no PASS row of --pass fwdbwd" >&2; exit 1; }
+done
 csvs=("$out"/scaling.csv "$out"/decode.csv "$out"/memory.csv "$out"/precision.csv "$out"/headdim.csv "$out"/claims.csv)
 /usr/bin/python3 scripts/plot.py "${csvs[@]}" --outdir "$out/plots" --formats png | tail -n 1
 "$bin" report "${csvs[@]}" --claims claims/gdn_claims.ini --plots "$out/plots" --out "$out/report.md" | tail -n 1

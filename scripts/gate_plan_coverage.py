@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """The gate's reach, measured on the machine that ran it: every (variant, stage option, dtype) that
 `gdnbench list --plans` lists must appear in a PASS row of the gate's CSV (its `plan` column, one
-option per stage joined by '/', a detail in parentheses after them). tests/kernels/test_plans.cpp proves
-the same from the plan functions on the H200's facts; this checks what the launches recorded.
+option per stage that ran joined by '/', a detail in parentheses after them: a forward row names no
+backward stage, a backward row no forward one; option names are distinct across a variant's stages,
+so each names its stage). tests/kernels/test_plans.cpp proves the same from the plan functions on
+the H200's facts; this checks what the launches recorded. A PASS row naming an option the list
+does not have (a list of another build) fails too: it proves nothing.
 
     build/gdnbench list --plans > plans.txt
     build/gdnbench verify --suite gate --out gate.csv
@@ -39,7 +42,10 @@ def main(argv):
     if not table:
         print(f"gate_plan_coverage: {argv[1]} lists no plans", file=sys.stderr)
         return 2
+    stage_of = {(variant, option): i for variant, stages in table.items()
+                for i, options in enumerate(stages) for option in options}
     reached = set()
+    unknown = set()
     rows = failed = 0
     with open(argv[2], newline="") as f:
         for r in csv.DictReader(f):
@@ -48,9 +54,12 @@ def main(argv):
                 failed += 1
             if r["status"] != "PASS" or not r.get("plan"):
                 continue
-            options = r["plan"].split(" (")[0].split("/")
-            for i, o in enumerate(options):
-                reached.add((r["variant"], i, o, r["dtype"]))
+            for o in r["plan"].split(" (")[0].split("/"):
+                stage = stage_of.get((r["variant"], o))
+                if stage is None:
+                    unknown.add(f"{r['variant']} {o}")
+                else:
+                    reached.add((r["variant"], stage, o, r["dtype"]))
     missing = []
     present = {v for (v, _, _, _) in reached}
     for variant, stages in table.items():
@@ -62,10 +71,12 @@ def main(argv):
                     if (variant, i, option, dt) not in reached:
                         missing.append(f"{variant} stage {i} {option} {dt}")
     print(f"gate_plan_coverage: {rows} rows, {failed} FAIL, {len(reached)} (variant, stage, option, dtype) reached, "
-          f"{len(missing)} missing")
+          f"{len(missing)} missing" + (f", {len(unknown)} options not in {argv[1]}" if unknown else ""))
     for m in missing:
         print("  not reached:", m)
-    return 1 if missing or failed else 0
+    for u in sorted(unknown):
+        print("  not in the plans list:", u)
+    return 1 if missing or failed or unknown else 0
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@
 #include "harness/analysis/fits.h"
 #include "harness/io/errors.h"
 #include "harness/noise.h"
+#include "harness/problem.h"
+#include "harness/variant.h"
 
 namespace po = boost::program_options;
 
@@ -75,12 +77,21 @@ void set_check_field(ClaimCheck& c, const std::string& key, const std::string& v
   else throw UsageError(fmt::format("{}: unknown check field '{}'", where, key));
 }
 
+// A where's pass=..., which selects rows by the pass they ran (fwd for a CSV before the column).
+void validate_pass(const std::vector<std::pair<std::string, std::string>>& where, const std::string& w) {
+  for (const auto& [column, value] : where)
+    if (column == "pass" && !parse_pass(value))
+      throw UsageError(fmt::format("{}: where: pass={} is not fwd, bwd or fwdbwd", w, value));
+}
+
 void validate(const Claim& cl, const std::string& name) {
   const std::string where = fmt::format("{}: claim '{}'", name, cl.id);
   if (cl.statement.empty() || cl.source.empty()) throw UsageError(where + ": needs a statement and a source");
   if (cl.checks.empty()) throw UsageError(where + ": has no check ([" + cl.id + ".NAME] sections)");
+  validate_pass(cl.where, where);
   for (const ClaimCheck& c : cl.checks) {
     const std::string w = fmt::format("{}.{}", where, c.name);
+    validate_pass(c.where, w);
     const auto family_ok = [](const std::string& f) { return f == "gdn" || f == "attention"; };
     if (c.measure == "slope" || c.measure == "growth") {
       if (!family_ok(c.family)) throw UsageError(w + ": family must be gdn or attention");
@@ -101,9 +112,19 @@ void validate(const Claim& cl, const std::string& name) {
 
 // ---- evaluation ----
 
-// Case columns that make a series (x is left out of the key).
+// Case columns that make a series (x is left out of the key). The pass is a filter (the check's
+// pass), not a series column; dht is empty on forward rows.
 const char* const kSeriesColumns[] = {"variant", "dtype", "B", "T", "H", "HV", "K", "V", "chunk", "gate",
-                                      "delta", "h0", "gate_dist", "beta_dist", "context", "frontend"};
+                                      "delta", "h0", "gate_dist", "beta_dist", "context", "frontend", "dht"};
+
+// The pass whose rows a check reads: its own where's pass=..., else its claim's, else the forward.
+std::string check_pass(const Claim& cl, const ClaimCheck& c) {
+  std::string pass = "fwd";
+  for (const auto* where : {&cl.where, &c.where})
+    for (const auto& [column, value] : *where)
+      if (column == "pass") pass = value;
+  return pass;
+}
 
 bool cell_matches(const std::string& cell, const std::string& want) {
   if (cell == want) return true;
@@ -127,23 +148,26 @@ bool has_column(const std::vector<CsvTable>& tables, const std::string& c) {
   return std::any_of(tables.begin(), tables.end(), [&](const CsvTable& t) { return t.column(c) >= 0; });
 }
 
+// Whether row i of t is one the check reads for `family`, whatever its status: of the check's pass
+// (a forward claim reads no backward row), its variants and every where filter.
+bool row_selected(const CsvTable& t, size_t i, const Claim& cl, const ClaimCheck& c, const std::string& family) {
+  // A packed batch is no point of a claim's series (one sequence of T tokens).
+  if (t.cell(i, "family") != family || row_pass(t, i) != check_pass(cl, c) || row_packed(t, i)) return false;
+  const std::string& variant = t.cell(i, "variant");
+  if (!c.variants.empty() && std::find(c.variants.begin(), c.variants.end(), variant) == c.variants.end()) return false;
+  const auto matches = [&](const auto& w) { return w.first == "pass" || cell_matches(t.cell(i, w.first), w.second); };
+  return std::all_of(cl.where.begin(), cl.where.end(), matches) && std::all_of(c.where.begin(), c.where.end(), matches);
+}
+
 // Series of `family` (and `variants`) among the rows that pass every filter, in order of appearance.
 std::vector<Series> collect(const std::vector<CsvTable>& tables, const Claim& cl, const ClaimCheck& c,
                             const std::string& family) {
-  std::vector<std::pair<std::string, std::string>> where = cl.where;
-  where.insert(where.end(), c.where.begin(), c.where.end());
   std::vector<Series> out;
   std::map<std::string, size_t> index;
   for (const CsvTable& t : tables)
     for (size_t i = 0; i < t.rows.size(); ++i) {
-      // The claims are of the forward of one sequence: a backward row or a packed batch is no point of theirs.
-      if (t.cell(i, "family") != family || t.cell(i, "status") != "PASS" || row_pass(t, i) != "fwd" ||
-          row_packed(t, i))
-        continue;
+      if (t.cell(i, "status") != "PASS" || !row_selected(t, i, cl, c, family)) continue;
       const std::string& variant = t.cell(i, "variant");
-      if (!c.variants.empty() && std::find(c.variants.begin(), c.variants.end(), variant) == c.variants.end()) continue;
-      if (!std::all_of(where.begin(), where.end(), [&](const auto& w) { return cell_matches(t.cell(i, w.first), w.second); }))
-        continue;
       const double x = t.number(i, c.x), y = t.number(i, c.metric);
       if (!std::isfinite(x) || !std::isfinite(y) || y <= 0) continue;
       std::string key;
@@ -167,6 +191,28 @@ std::vector<Series> collect(const std::vector<CsvTable>& tables, const Claim& cl
     if (std::any_of(out.begin(), out.end(), [&](const Series& s) { return s.cells[col] != out.front().cells[col]; }))
       for (Series& s : out) s.label += fmt::format(" {}={}", kSeriesColumns[col], s.cells[col]);
   return out;
+}
+
+// Why a check of `family` found nothing to judge. A pass with a backward of a family none of whose
+// variants has one lacks the baseline itself (attention's training step, today): that is said, not
+// measured. Otherwise `generic`; either way the SKIPPED rows it would have read, by reason.
+std::string no_data_text(const std::vector<CsvTable>& tables, const Claim& cl, const ClaimCheck& c,
+                         const std::string& family, const std::string& generic) {
+  const std::string pass = check_pass(cl, c);
+  const bool has_backward = std::any_of(variant_registry().begin(), variant_registry().end(), [&](const VariantInfo& v) {
+    return family_name(v.family) == family && v.has_backward;
+  });
+  std::string text = pass != "fwd" && !has_backward
+                         ? fmt::format("not judged: no {} variant has a backward pass, so there is no {} baseline "
+                                       "for --pass {}",
+                                       family, family, pass)
+                         : generic;
+  std::map<std::string, int> skipped;
+  for (const CsvTable& t : tables)
+    for (size_t i = 0; i < t.rows.size(); ++i)
+      if (t.cell(i, "status") == "SKIPPED" && row_selected(t, i, cl, c, family)) ++skipped[t.cell(i, "reason")];
+  for (const auto& [reason, n] : skipped) text += fmt::format("; {} SKIPPED: {}", n, reason);
+  return text;
 }
 
 // Values in the unit of the measure: growth in percent, ratio as a factor, slope plain.
@@ -249,8 +295,10 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
   r.rule = rule_text(c);
   std::vector<std::string> missing;
   for (const std::string& col : {c.x, c.metric}) if (!has_column(tables, col)) missing.push_back(col);
-  for (const auto& w : cl.where) if (w.second != "0" && !has_column(tables, w.first)) missing.push_back(w.first);
-  for (const auto& w : c.where) if (w.second != "0" && !has_column(tables, w.first)) missing.push_back(w.first);
+  // pass needs no column: a CSV before it holds forward rows only (row_pass).
+  for (const auto* where : {&cl.where, &c.where})
+    for (const auto& w : *where)
+      if (w.second != "0" && w.first != "pass" && !has_column(tables, w.first)) missing.push_back(w.first);
   if (!missing.empty()) {
     r.measured = fmt::format("the CSV has no column '{}'", missing.front());
     return r;
@@ -355,7 +403,8 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
     };
     const Best nb = best(c.numerator), db = best(c.denominator);
     if (!nb.s || !db.s) {
-      r.measured = fmt::format("no PASS {} row at {}={:g}", !nb.s ? c.numerator : c.denominator, c.x, c.at);
+      const std::string& family = !nb.s ? c.numerator : c.denominator;
+      r.measured = no_data_text(tables, cl, c, family, fmt::format("no PASS {} row at {}={:g}", family, c.x, c.at));
       r.verdict = Verdict::not_measurable;
       return r;
     }
@@ -379,7 +428,7 @@ CheckResult evaluate_check(const std::vector<CsvTable>& tables, const Claim& cl,
     r.measured = fmt::format("{}{} ({} / {})", show(c, v), iv, ns->variant, ds->variant);
   }
   if (measured == 0) {
-    r.measured = fmt::format("no {} series with the data this check needs", c.family);
+    r.measured = no_data_text(tables, cl, c, c.family, fmt::format("no {} series with the data this check needs", c.family));
     r.verdict = Verdict::not_measurable;
   } else {
     r.verdict = failed ? Verdict::not_reproduced : unsure ? Verdict::inconclusive : Verdict::reproduced;

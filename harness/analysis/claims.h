@@ -10,7 +10,9 @@
 //   source = ...                       where it is said
 //   proxy = ...                        (optional) how the measurement stands in for the claim
 //   where = dtype=bf16 B=1 H=32 ...    rows every check reads: CSV column=value, space-separated
-//                                      (a value 0 also matches an empty or missing column)
+//                                      (a value 0 also matches an empty or missing column);
+//                                      pass=fwd|bwd|fwdbwd the pass they ran (fwd without it, and for
+//                                      a CSV before the pass column)
 //   [linear_time.gdn]                  one check; the claim is REPRODUCED when every check is
 //   measure = slope                    slope:  log-log slope of `metric` against `x` per series
 //   family = gdn                               (fit = upper_half | all, min_points, min_r2)
@@ -24,7 +26,9 @@
 //
 // A series is every case column but x (variant, dtype, shape, chunk, gate/delta/h0, context, ...).
 // Only PASS rows with a positive finite metric count. A check that finds no data is NOT
-// MEASURABLE HERE (e.g. memory on the CPU backend, attention without a GPU).
+// MEASURABLE HERE (e.g. memory on the CPU backend, attention without a GPU), and says why: the
+// SKIPPED rows it would have read, by reason, and for a backward pass of a family none of whose
+// variants has a backward (attention's training step), that there is no baseline to judge.
 //
 // Noise. A timed metric (time_*, tflops, gbps, frac_*) is judged with an interval of kNoiseSigmas
 // (2) standard deviations around its value; counts (peak_device_bytes) are exact. A row's relative

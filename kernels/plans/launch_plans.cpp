@@ -103,6 +103,13 @@ RecurrentForm recurrent_form(const GdnShape& s, RecurrentForm forced) {
 
 int recurrent_k_bucket(int64_t K) { return K <= 64 ? 64 : K <= 128 ? 128 : 256; }
 
+int recurrent_backward_lanes(int64_t K) { return recurrent_k_bucket(K) / kRecurrentBackwardRowsPerLane; }
+
+// Named from the lanes the launcher takes, so the recorded option is the instance that ran.
+std::string recurrent_backward_option(int64_t K) {
+  return "backward" + k_suffix(int64_t(recurrent_backward_lanes(K)) * kRecurrentBackwardRowsPerLane);
+}
+
 namespace {
 const char* recurrent_form_name(RecurrentForm f) {
   switch (f) {
@@ -116,27 +123,41 @@ const char* recurrent_form_name(RecurrentForm f) {
 }  // namespace
 
 std::vector<PlanStage> recurrent_plan_stages() {
-  PlanStage st{"form", {}};
+  PlanStage form{"form", {}}, backward{"backward", {}};
   for (RecurrentForm f : {RecurrentForm::decode, RecurrentForm::short_seq, RecurrentForm::long_seq})
-    for (int k : {64, 128, 256}) st.options.push_back({recurrent_form_name(f) + k_suffix(k), kAllDtypes});
-  return {st};
+    for (int k : {64, 128, 256}) form.options.push_back({recurrent_form_name(f) + k_suffix(k), kAllDtypes});
+  for (int k : {64, 128, 256}) backward.options.push_back({recurrent_backward_option(k), kAllDtypes});
+  return {form, backward};
 }
 
-PlanChoice recurrent_plan(const GdnShape& s, const std::string& request) {
+PlanChoice recurrent_plan(const GdnShape& s, const std::string& request, PlanPasses passes) {
   const std::vector<PlanStage> stages = recurrent_plan_stages();
   PlanChoice c;
   if (!request_known(request, stages, c)) return c;
-  const std::string token = requested_option(split_plan_request(request), stages[0]);
-  RecurrentForm forced = RecurrentForm::automatic;
-  for (RecurrentForm f : {RecurrentForm::decode, RecurrentForm::short_seq, RecurrentForm::long_seq})
-    if (!token.empty() && plan_token_matches(token, recurrent_form_name(f) + k_suffix(recurrent_k_bucket(s.K))))
-      forced = f;
-  if (!token.empty() && forced == RecurrentForm::automatic)
-    return refuse("--plan " + token + ": K = " + std::to_string(s.K) + " takes the k" +
-                  std::to_string(recurrent_k_bucket(s.K)) + " instances");
-  if (forced == RecurrentForm::decode && s.T > kRecurrentDecodeMaxT)
-    return refuse("--plan decode: the decode kernel takes T <= 8");
-  c.options = {recurrent_form_name(recurrent_form(s, forced)) + k_suffix(recurrent_k_bucket(s.K))};
+  const std::vector<std::string> tokens = split_plan_request(request);
+  const std::string token = requested_option(tokens, stages[0]);
+  const std::string backward_token = requested_option(tokens, stages[1]);
+  if (!passes.forward && !token.empty()) return refuse("--plan " + token + ": --pass bwd runs no forward kernel");
+  if (!passes.backward && !backward_token.empty())
+    return refuse("--plan " + backward_token + ": the backward runs with --pass bwd or fwdbwd only");
+  if (passes.forward) {
+    RecurrentForm forced = RecurrentForm::automatic;
+    for (RecurrentForm f : {RecurrentForm::decode, RecurrentForm::short_seq, RecurrentForm::long_seq})
+      if (!token.empty() && plan_token_matches(token, recurrent_form_name(f) + k_suffix(recurrent_k_bucket(s.K))))
+        forced = f;
+    if (!token.empty() && forced == RecurrentForm::automatic)
+      return refuse("--plan " + token + ": K = " + std::to_string(s.K) + " takes the k" +
+                    std::to_string(recurrent_k_bucket(s.K)) + " instances");
+    if (forced == RecurrentForm::decode && s.T > kRecurrentDecodeMaxT)
+      return refuse("--plan decode: the decode kernel takes T <= 8");
+    c.options.push_back(recurrent_form_name(recurrent_form(s, forced)) + k_suffix(recurrent_k_bucket(s.K)));
+  }
+  if (passes.backward) {
+    const std::string option = recurrent_backward_option(s.K);
+    if (forced_elsewhere(backward_token, option))
+      return refuse("--plan " + backward_token + ": K = " + std::to_string(s.K) + " takes " + option);
+    c.options.push_back(option);
+  }
   return c;
 }
 

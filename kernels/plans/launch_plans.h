@@ -27,9 +27,10 @@ struct PlanStage {
   std::vector<PlanOption> options;
 };
 
-// A chosen plan: one option name per stage (in the order of the variant's stages), an optional
-// detail (a size the plan fixed, such as the scan's groups), or the reason a forced plan cannot
-// run this problem.
+// A chosen plan: one option name per stage that runs (in the order of the variant's stages: a
+// forward row runs no backward stage, a backward row no forward one; option names are distinct
+// across a variant's stages, so each names its stage), an optional detail (a size the plan fixed,
+// such as the scan's groups), or the reason a forced plan cannot run this problem.
 struct PlanChoice {
   std::vector<std::string> options;
   std::string detail;
@@ -55,15 +56,26 @@ struct PlanDevice {
   int decode_stream_per_sm = 0;
 };
 
+// Which passes a row runs (the harness's --pass): the stages of the other pass do not run.
+struct PlanPasses {
+  bool forward = true;
+  bool backward = false;
+};
+
 // ---- recurrent (kernels/recurrent/recurrent.cu): the T form (decode T <= 8, short, long from T = 256) and
-// the K bucket of its register tiles (64, 128, 256).
+// the K bucket of its register tiles (64, 128, 256). Its backward (kernels/recurrent_backward/) is a
+// stage of its own: one instance per K bucket, each value column of S and dS in bucket / 16 lanes
+// of 16 rows.
 enum class RecurrentForm : int8_t { automatic, decode, short_seq, long_seq };
 constexpr int64_t kRecurrentDecodeMaxT = 8;
 constexpr int64_t kRecurrentLongFrom = 256;
+constexpr int kRecurrentBackwardRowsPerLane = 16;
 RecurrentForm recurrent_form(const GdnShape& s, RecurrentForm forced);
 int recurrent_k_bucket(int64_t K);
-std::vector<PlanStage> recurrent_plan_stages();
-PlanChoice recurrent_plan(const GdnShape& s, const std::string& request);
+int recurrent_backward_lanes(int64_t K);                // 4, 8, 16: the instance the launcher runs
+std::string recurrent_backward_option(int64_t K);       // its plan option, "backward_k128"
+std::vector<PlanStage> recurrent_plan_stages();         // form, backward
+PlanChoice recurrent_plan(const GdnShape& s, const std::string& request, PlanPasses passes);
 
 // ---- chunked (kernels/chunked/chunked.cu): no choice but the template instances of the shape: the
 // chunk C of the gamma/UT/WY/output kernels and the K bucket of the scan.

@@ -30,7 +30,7 @@
 
 namespace {
 
-constexpr int kThreads = 128, kWarps = kThreads / 32, kRows = 16;
+constexpr int kThreads = 128, kWarps = kThreads / 32, kRows = kRecurrentBackwardRowsPerLane;
 constexpr int kCheckpoint = 64;                  // tokens between stored states
 constexpr int kSub = 16;                         // tokens of a sub-interval
 constexpr int kSubs = kCheckpoint / kSub;        // sub-interval states per interval
@@ -51,8 +51,9 @@ struct Token {
   float alpha, beta, v;
 };
 
-// Lanes a column: K's bucket (the forward's, kernels/plans/launch_plans.h) over the rows a lane holds.
-int split_for(int64_t K) { return recurrent_k_bucket(K) / kRows; }
+// Lanes a column: the plan's backward stage (kernels/plans/launch_plans.h), K's bucket over the rows
+// a lane holds; the CSV's plan column names the same instance.
+int split_for(int64_t K) { return recurrent_backward_lanes(K); }
 
 BackwardLayout backward_layout(const GdnParams& p, float* base) {
   const GdnShape& s = p.shape;

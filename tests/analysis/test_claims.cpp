@@ -53,6 +53,36 @@ Rows forward_rows(double gdn_power, double attn_factor) {
   return r;
 }
 
+// Rows of a schema with the pass: forward and training-step (fwdbwd) series at the claims' shape.
+struct PassRows {
+  CsvTable t;
+  PassRows() {
+    t.path = "synthetic_pass.csv";
+    t.header = kHeader;
+    for (const char* c : {"pass", "dht", "reason"}) t.header.push_back(c);
+  }
+  void add(const std::string& variant, const std::string& family, const std::string& pass, int64_t T, double ms,
+           const std::string& status = "PASS", const std::string& reason = "") {
+    t.rows.push_back({"4", variant, family, status, "GPU X", "bf16", "1", std::to_string(T), "32", "32", "128", "128",
+                      "64", "on", "on", "off", "0", status == "PASS" ? fmt::format("{}", ms) : "", "",
+                      pass, pass == "fwd" ? "" : "on", reason});
+  }
+  // GDN forward linear and attention forward quadratic; `gdn_power` the GDN training step's exponent,
+  // attention's training step SKIPPED as the runner writes it (no backward pass).
+  static PassRows training(double gdn_power) {
+    PassRows r;
+    for (int64_t T : {512, 1024, 2048, 4096, 8192, 16384}) {
+      const double x = double(T);
+      r.add("recurrent", "gdn", "fwd", T, x / 1000.0);
+      r.add("attn_flash", "attention", "fwd", T, x * x / 1e6);
+      r.add("recurrent", "gdn", "fwdbwd", T, 10 * std::pow(x, gdn_power) / 1000.0);
+      r.add("attn_flash", "attention", "fwdbwd", T, NAN, "SKIPPED",
+            "no backward pass (--pass fwdbwd: attn_flash runs the forward only)");
+    }
+    return r;
+  }
+};
+
 Verdict verdict_of(const std::vector<Claim>& claims, const Rows& rows, const std::string& id) {
   return find(evaluate_claims(claims, {rows.t}), id).verdict;
 }
@@ -62,7 +92,7 @@ Verdict verdict_of(const std::vector<Claim>& claims, const Rows& rows, const std
 TEST_CASE("the shipped claims file parses and names its sources", "[claims]") {
   const std::vector<Claim> claims = shipped();
   REQUIRE(claims.size() >= 4);
-  for (const char* id : {"linear_time", "speedup_8k", "memory_2k_to_16k", "fixed_state_decode"}) {
+  for (const char* id : {"linear_time", "linear_time_training", "speedup_8k", "memory_2k_to_16k", "fixed_state_decode"}) {
     INFO(id);
     bool found = false;
     for (const Claim& c : claims)
@@ -165,6 +195,54 @@ TEST_CASE("claim verdicts from synthetic rows", "[claims]") {
   }
 }
 
+TEST_CASE("linear-time training: fwdbwd rows, judged apart from the forward; attention lacks a baseline", "[claims]") {
+  const std::vector<Claim> claims = shipped();
+  SECTION("a linear GDN training step meets the bound; attention's check says it has no baseline") {
+    const auto res = evaluate_claims(claims, {PassRows::training(1.0).t});
+    const ClaimResult& train = find(res, "linear_time_training");
+    REQUIRE(train.checks.size() == 2);
+    CHECK(train.checks[0].verdict == Verdict::reproduced);
+    CHECK_THAT(train.checks[0].measured, Catch::Contains("recurrent 1.00"));
+    CHECK(train.checks[1].verdict == Verdict::not_measurable);
+    CHECK_THAT(train.checks[1].measured, Catch::Contains("not judged: no attention variant has a backward pass"));
+    CHECK_THAT(train.checks[1].measured, Catch::Contains("no attention baseline for --pass fwdbwd"));
+    CHECK_THAT(train.checks[1].measured, Catch::Contains("6 SKIPPED: no backward pass"));
+    CHECK(train.verdict == Verdict::not_measurable);  // the GDN half alone is not the claim
+    // The forward claim reads the forward rows only: the training step's 10x times are no point of it.
+    CHECK(find(res, "linear_time").verdict == Verdict::reproduced);
+    CHECK_THAT(find(res, "linear_time").checks[0].measured, Catch::Contains("recurrent 1.00"));
+  }
+  SECTION("a superlinear GDN training step is NOT REPRODUCED, whatever attention lacks") {
+    const auto res = evaluate_claims(claims, {PassRows::training(1.5).t});
+    CHECK(find(res, "linear_time_training").verdict == Verdict::not_reproduced);
+    CHECK(find(res, "linear_time").verdict == Verdict::reproduced);
+  }
+  SECTION("an attention training step measured elsewhere (an external runner's rows) is judged") {
+    PassRows r = PassRows::training(1.0);
+    for (int64_t T : {512, 1024, 2048, 4096, 8192, 16384})
+      r.add("ext:sdpa_flash", "attention", "fwdbwd", T, 3 * double(T) * double(T) / 1e6);
+    const auto res = evaluate_claims(claims, {r.t});
+    const ClaimResult& train = find(res, "linear_time_training");
+    CHECK(train.checks[1].verdict == Verdict::reproduced);
+    CHECK(train.verdict == Verdict::reproduced);
+  }
+  SECTION("a CSV before the pass column holds forward rows only: nothing of the training step") {
+    const auto res = evaluate_claims(claims, {forward_rows(1.0, 2.0).t});
+    const ClaimResult& train = find(res, "linear_time_training");
+    CHECK(train.verdict == Verdict::not_measurable);
+    CHECK_THAT(train.checks[0].measured, Catch::Contains("no gdn series with the data this check needs"));
+  }
+  SECTION("a forward claim's missing rows name the SKIPPED rows it would have read") {
+    PassRows r;
+    r.add("attn_flash", "attention", "fwd", 8192, NAN, "SKIPPED", "no CUDA device");
+    r.add("recurrent", "gdn", "fwd", 8192, 1.0);
+    const auto res = evaluate_claims(claims, {r.t});
+    const ClaimResult& sp = find(res, "speedup_8k");
+    CHECK(sp.verdict == Verdict::not_measurable);
+    CHECK_THAT(sp.checks[0].measured, Catch::Contains("no PASS attention row at T=8192; 1 SKIPPED: no CUDA device"));
+  }
+}
+
 TEST_CASE("claim files: malformed ones are usage errors naming the problem", "[claims]") {
   const auto parse = [](const std::string& text) {
     std::istringstream in(text);
@@ -194,6 +272,8 @@ TEST_CASE("claim files: malformed ones are usage errors naming the problem", "[c
   CHECK_THROWS_WITH(parse(ok + "min_points = 2.5\n"), Catch::Contains("whole number from 2"));
   CHECK_THROWS_WITH(parse(ok + "min_points = nan\n"), Catch::Contains("not a number"));
   CHECK_THROWS_WITH(parse("[c]\nstatement = s\nsource = x\nwhere = B\n"), Catch::Contains("not column=value"));
+  CHECK_THROWS_WITH(parse(ok + "where = pass=train\n"), Catch::Contains("pass=train is not fwd, bwd or fwdbwd"));
+  CHECK(parse(ok + "where = pass=fwdbwd\n").size() == 1);
   CHECK_THROWS_AS(parse(""), UsageError);
   CHECK_THROWS_AS(read_claims_file("/nonexistent/claims.ini"), UsageError);
   CHECK_THROWS_AS(resolve_claims_path("no_such_claims"), UsageError);

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "harness/io/cli.h"
 
@@ -28,4 +30,27 @@ TEST_CASE("every suite in suites/ parses and expands", "[cli][suites]") {
     }
   }
   CHECK(suites >= 6);
+}
+
+TEST_CASE("the scaling and claims suites time the training step of every variant with a backward", "[cli][suites]") {
+  // linear_time_training (claims/gdn_claims.ini) fits fwdbwd time against T over the upper half of
+  // each series' Ts at bf16, gate and delta on, h0 off: at least 6 Ts give it 3 points.
+  for (const char* suite : {"scaling", "claims"}) {
+    for (bool gpu : {false, true}) {
+      INFO(suite << (gpu ? " as on a GPU machine" : " as on a CPU one"));
+      const Invocation inv = parse_invocation({"verify", "--suite", suite, "--seed", "1"}, gpu);
+      std::map<std::string, std::set<int64_t>> training_ts;
+      for (const Case& c : inv.cases) {
+        const Problem& p = c.problem;
+        if (p.pass == Pass::fwdbwd && c.variant->has_backward && p.dtype == DType::bf16 && p.use_gate &&
+            p.use_delta && !p.use_h0 && p.context == 0)
+          training_ts[c.variant->name].insert(p.shape.T);
+      }
+      for (const VariantInfo& v : variant_registry()) {
+        if (!v.has_backward || (v.backend == Backend::cuda) != gpu) continue;
+        INFO(v.name);
+        CHECK(training_ts[v.name].size() >= 6);
+      }
+    }
+  }
 }

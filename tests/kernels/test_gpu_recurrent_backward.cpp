@@ -16,6 +16,7 @@
 #include "harness/metrics.h"
 #include "kernels/common/cuda_kernels.h"
 #include "reference/gdn_backward_reference.h"
+#include "harness/runner.h"
 #include "tests/common/gpu_test_util.h"
 #include "tests/common/test_util.h"
 
@@ -162,6 +163,34 @@ TEST_CASE("recurrent backward matches the float64 reverse mode", "[gpu][backward
   CHECK(again.dk == got.dk);
   CHECK(again.dg == got.dg);
   CHECK(again.dbeta == got.dbeta);
+}
+
+TEST_CASE("a training step's peak device memory holds all it keeps live: inputs, dO, dhT, gradients, workspace",
+          "[gpu][backward]") {
+  if (!gputest::gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::f32, DType::bf16);
+  const Pass pass = GENERATE(Pass::bwd, Pass::fwdbwd);
+  Problem p;
+  p.shape = GdnShape{2, 100, 1, 2, 100, 72};
+  p.dtype = dt;
+  p.use_h0 = true;
+  p.pass = pass;
+  p.seed = 7;
+  INFO(dtype_name(dt) << " " << pass_name(pass));
+  const ResultRow row = gputest::verify_on_gpu("recurrent", p);
+  INFO(row.reason);
+  REQUIRE(row.status == Status::pass);
+  const GdnShape& s = p.shape;
+  const int64_t e = dtype_bytes(dt), qk = s.qk_elems(), v = s.v_elems(), gates = s.gate_elems(), state = s.state_elems();
+  GdnParams gp;
+  gp.shape = s;
+  gp.dtype = dt;
+  const int64_t inputs = e * (2 * qk + v) + 4 * (2 * gates + state);    // q, k, v; g, beta, h0
+  const int64_t upstream = e * v + 4 * state;                            // dO, dhT
+  const int64_t gradients = e * (2 * qk + v) + 4 * (2 * gates + state);  // dq, dk, dv; dg, dbeta, dh0
+  const int64_t workspace = int64_t(gdn_recurrent_backward_workspace_bytes(gp));  // stored states, partials
+  const int64_t forward_outputs = pass == Pass::fwdbwd ? e * v + 4 * state : 0;  // o, hT
+  CHECK(row.peak_device_bytes == inputs + upstream + gradients + workspace + forward_outputs);
 }
 
 #else

@@ -15,6 +15,7 @@
 #include "harness/runner.h"
 #include "harness/skip.h"
 #include "harness/variant.h"
+#include "kernels/common/cuda_kernels.h"
 
 namespace {
 
@@ -45,6 +46,25 @@ struct Reach {
   }
 };
 
+// The stage of each option of a choice: a plan names one option of each stage that runs, in the
+// order of the stages (a forward row names no backward option, a backward row no forward one).
+std::vector<size_t> stages_of(const VariantPlans& vp, const PlanChoice& choice) {
+  const std::vector<PlanStage> stages = vp.stages();
+  std::vector<size_t> out;
+  for (const std::string& name : choice.options) {
+    size_t found = stages.size();
+    for (size_t i = 0; i < stages.size(); ++i)
+      for (const PlanOption& o : stages[i].options)
+        if (o.name == name) found = i;
+    INFO(vp.variant << " chose " << choice.name());
+    REQUIRE(found < stages.size());                  // an option of the table
+    REQUIRE((out.empty() || found > out.back()));  // one per stage, in their order
+    out.push_back(found);
+  }
+  REQUIRE_FALSE(out.empty());
+  return out;
+}
+
 // Every (variant, stage, option, dtype) the cases of a suite run, with the facts of `dev`.
 std::set<Reach> reached_by(const std::vector<Case>& cases, const PlanDevice& dev) {
   std::set<Reach> reached;
@@ -57,9 +77,9 @@ std::set<Reach> reached_by(const std::vector<Case>& cases, const PlanDevice& dev
     PlanLaunch launch;
     const PlanChoice choice = vp->choose(c.problem, dev, launch);
     if (!choice.unsupported.empty()) continue;
-    REQUIRE(choice.options.size() == vp->stages().size());
+    const std::vector<size_t> stages = stages_of(*vp, choice);
     for (size_t i = 0; i < choice.options.size(); ++i)
-      reached.insert({c.variant->name, i, choice.options[i], c.problem.dtype});
+      reached.insert({c.variant->name, stages[i], choice.options[i], c.problem.dtype});
   }
   return reached;
 }
@@ -150,6 +170,56 @@ TEST_CASE("a plan's choice is the launcher's rule: recurrent's T forms and K buc
                Catch::Contains("k64"));
     CHECK_THAT(plan_of("recurrent", problem({1, 100, 2, 2, 64, 64}, DType::f32, "stream"), {}, l).unsupported,
                Catch::Contains("not one of this variant's plans"));
+  }
+}
+
+TEST_CASE("recurrent's backward stage: the launcher's lanes by K bucket, only where the pass runs it", "[plans]") {
+  const auto with_pass = [](Problem p, Pass pass) {
+    p.pass = pass;
+    return p;
+  };
+  SECTION("the option names the instance the launcher runs: K's bucket over 16 rows a lane") {
+    for (int64_t K = 1; K <= kRecurrentMaxHeadDim; ++K) {
+      INFO("K " << K);
+      const int lanes = recurrent_backward_lanes(K);
+      CHECK((lanes == 4 || lanes == 8 || lanes == 16));
+      CHECK(lanes * kRecurrentBackwardRowsPerLane >= K);   // every row of a column held
+      CHECK(lanes * kRecurrentBackwardRowsPerLane == recurrent_k_bucket(K));  // the forward's bucket
+      CHECK(recurrent_backward_option(K) == "backward_k" + std::to_string(lanes * kRecurrentBackwardRowsPerLane));
+    }
+    CHECK(recurrent_backward_lanes(64) == 4);
+    CHECK(recurrent_backward_lanes(65) == 8);
+    CHECK(recurrent_backward_lanes(129) == 16);
+  }
+  SECTION("a row names the stages its pass runs") {
+    PlanLaunch l;
+    const Problem p = problem({1, 300, 2, 2, 100, 64});
+    CHECK(plan_of("recurrent", p, {}, l).name() == "long_k128");
+    CHECK(plan_of("recurrent", with_pass(p, Pass::bwd), {}, l).name() == "backward_k128");
+    CHECK(plan_of("recurrent", with_pass(p, Pass::fwdbwd), {}, l).name() == "long_k128/backward_k128");
+    CHECK(l.recurrent_form == RecurrentForm::long_seq);
+    CHECK(plan_of("recurrent", with_pass(problem({1, 65, 2, 2, 64, 40}), Pass::bwd), {}, l).name() == "backward_k64");
+    CHECK(plan_of("recurrent", with_pass(problem({1, 65, 2, 2, 256, 40}), Pass::fwdbwd), {}, l).name() ==
+          "short_k256/backward_k256");
+    // The CPU variants have one path whatever the pass.
+    CHECK(plan_of("cpu_recurrent", with_pass(p, Pass::fwdbwd), {}, l).name() == "sequential");
+  }
+  SECTION("forced") {
+    PlanLaunch l;
+    const Problem p = problem({1, 300, 2, 2, 64, 64}, DType::f32, "backward");
+    CHECK(plan_of("recurrent", with_pass(p, Pass::bwd), {}, l).name() == "backward_k64");
+    CHECK_THAT(plan_of("recurrent", with_pass(problem({1, 300, 2, 2, 64, 64}, DType::f32, "backward_k128"), Pass::bwd),
+                       {}, l)
+                   .unsupported,
+               Catch::Contains("takes backward_k64"));
+    CHECK_THAT(plan_of("recurrent", p, {}, l).unsupported, Catch::Contains("--pass bwd or fwdbwd only"));
+    CHECK_THAT(plan_of("recurrent", with_pass(problem({1, 300, 2, 2, 64, 64}, DType::f32, "long"), Pass::bwd), {}, l)
+                   .unsupported,
+               Catch::Contains("runs no forward kernel"));
+    CHECK(plan_of("recurrent", with_pass(problem({1, 300, 2, 2, 64, 64}, DType::f32, "short/backward"), Pass::fwdbwd),
+                  {}, l)
+              .name() == "short_k64/backward_k64");
+    CHECK(l.recurrent_form == RecurrentForm::short_seq);
   }
 }
 
