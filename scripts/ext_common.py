@@ -67,8 +67,10 @@ def csv_header(binary, workdir, tolerances="builtin"):
 
 
 def dump(binary, shape, seed, outdir, pass_="fwd", dht="on"):
-    """A backward pass (`pass_` bwd or fwdbwd) also dumps the upstream gradients dO and (dht on) dhT."""
-    args = ["dump", "--B", str(shape["B"]), "--T", str(shape["T"]), "--H", str(shape["H"]),
+    """One problem's dump; a packed batch when shape has "seqlens" (gdnbench's --seqlens: B = 1, T the
+    total). A backward pass (`pass_` bwd or fwdbwd) also dumps the upstream gradients dO and (dht on) dhT."""
+    size = ["--seqlens", shape["seqlens"]] if shape.get("seqlens") else ["--B", str(shape["B"]), "--T", str(shape["T"])]
+    args = ["dump", *size, "--H", str(shape["H"]),
             "--K", str(shape["K"]), "--V", str(shape["V"]), "--dtypes", shape["dtype"],
             "--h0", shape["h0"], "--pass", pass_, "--dht", dht, "--seed", str(seed), "--out", outdir]
     run_gdnbench(binary, args)
@@ -79,11 +81,35 @@ def read_manifest(outdir):
     m = read_json(os.path.join(outdir, "manifest.json"))
     if not m or m.get("format") != "gdnbench-dump" or m.get("version") != 1:
         fail(f"{outdir}/manifest.json: not a gdnbench-dump version 1 manifest")
+    if "cu_seqlens" in m.get("files", {}):  # a packed batch: its offsets, for the rows' seqlens column
+        m["cu_seqlens_list"] = read_npy_i4(os.path.join(outdir, m["files"]["cu_seqlens"]))
     return m
 
 
+def read_npy_i4(path):
+    """The integers of a 1-D <i4 .npy (numpy-free: the parent process imports no numpy)."""
+    import ast
+    import struct
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        fail(f"{path}: not a .npy file")
+    header_len = struct.unpack("<H", data[8:10])[0]
+    header = ast.literal_eval(data[10:10 + header_len].decode("latin1"))
+    if header.get("descr") != "<i4" or len(header.get("shape", ())) != 1:
+        fail(f"{path}: not a 1-D <i4 array")
+    n = header["shape"][0]
+    return list(struct.unpack(f"<{n}i", data[10 + header_len:10 + header_len + 4 * n]))
+
+
+def num_states(manifest):
+    """How many states h0, hT, dhT and dh0 hold: one per sequence of a packed batch, else B."""
+    return manifest.get("num_seqs") or manifest["B"]
+
+
 def load_inputs(outdir, manifest):
-    """The dumped tensors as float32 numpy arrays (values exact in the manifest's dtype)."""
+    """The dumped tensors as float32 numpy arrays (values exact in the manifest's dtype), and a packed
+    batch's cu_seqlens as int32."""
     import numpy as np
     return {name: np.load(os.path.join(outdir, fname)) for name, fname in manifest["files"].items()}
 
@@ -107,6 +133,21 @@ def check(binary, outdir, outputs, variant, family, device, pass_="fwd", ref_o=N
     return rows[-1], p.returncode
 
 
+def seqlens_text(cu):
+    """A packed batch's lengths as the CSV's seqlens column writes them ("1+63+64*3"); "" unpacked."""
+    if not cu:
+        return ""
+    lengths = [b - a for a, b in zip(cu, cu[1:])]
+    parts, n = [], 0
+    while n < len(lengths):
+        run = 1
+        while n + run < len(lengths) and lengths[n + run] == lengths[n]:
+            run += 1
+        parts.append(f"{lengths[n]}*{run}" if run > 1 else str(lengths[n]))
+        n += run
+    return "+".join(parts)
+
+
 def family_of(variant):
     return "attention" if variant.startswith("ext:sdpa") else "gdn"
 
@@ -124,7 +165,7 @@ def skipped_row(manifest, variant, device, reason, status="SKIPPED"):
             "seed": str(manifest["seed"]), "variant": variant, "family": family_of(variant), "backend": "ext",
             "precision": precision_of(variant), "dtype": manifest["dtype"], "B": manifest["B"], "T": manifest["T"],
             "H": manifest["H"], "HV": manifest["HV"], "K": manifest["K"], "V": manifest["V"],
-            "chunk": "64", "gate": "on" if manifest["gate"] else "off",
+            "seqlens": seqlens_text(manifest.get("cu_seqlens_list")), "chunk": "64", "gate": "on" if manifest["gate"] else "off",
             "delta": "on" if manifest["delta"] else "off", "h0": "on" if manifest["h0"] else "off",
             "pass": pass_of(manifest), "dht": ("on" if manifest["dht"] else "off") if has_backward(manifest) else "",
             "status": status, "reason": reason}

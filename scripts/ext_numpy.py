@@ -10,7 +10,40 @@ Backward (docs/BACKWARD.md, "The recurrent step and its adjoint"), t from the la
     dS += scale q_t dO_t^T;  dq_t += scale S_t dO_t;  du = dS^T k_t;  dk_t += dS u
     dv_t = beta_t du;  dbeta_t = du . r;  dS -= beta_t k_t du^T;  dk_t -= beta_t S' du
     dg_t = exp(g_t) <dS, S_{t-1}>;  dS = exp(g_t) dS;  dh0 = dS after token 0
+A packed batch (the dump's cu_seqlens, B = 1) runs sequence by sequence (gdn): each from its own
+state of h0 and, backward, of dhT; no state and no state gradient crosses a boundary.
 """
+
+# The tensors of a packed batch with a token axis (axis 1, B = 1) and with one state per sequence (axis 0).
+PER_TOKEN = ("q", "k", "v", "g", "beta", "dO", "o", "dq", "dk", "dv", "dg", "dbeta")
+PER_STATE = ("h0", "dhT", "ht", "dh0")
+
+
+def sequences(host):
+    """The problems `host` holds: a packed batch's sequences as problems of their own (B = 1; their
+    tokens, their state of h0 and dhT), an unpacked one alone."""
+    if "cu_seqlens" not in host:
+        return [host]
+    unknown = set(host) - set(PER_TOKEN) - set(PER_STATE) - {"cu_seqlens"}
+    if unknown:
+        raise ValueError(f"{', '.join(sorted(unknown))}: neither per token nor per sequence")
+    cu = [int(x) for x in host["cu_seqlens"]]
+    return [{name: x[:, a:b] if name in PER_TOKEN else x[n:n + 1] for name, x in host.items() if name != "cu_seqlens"}
+            for n, (a, b) in enumerate(zip(cu, cu[1:]))]
+
+
+def gdn(host, manifest, backward=False):
+    """o and hT, and with `backward` the gradients of gdn_backward, in float64 and gdnbench's layouts;
+    a packed batch's sequences run apart and joined again (tokens along T, states one per sequence)."""
+    import numpy as np
+    parts = []
+    for one in sequences(host):
+        o, states = gdn_forward(one, manifest)
+        res = {"o": o, "ht": states[-1]}
+        if backward:
+            res.update(gdn_backward(one, manifest, states))
+        parts.append(res)
+    return {name: np.concatenate([r[name] for r in parts], axis=1 if name in PER_TOKEN else 0) for name in parts[0]}
 
 
 def gdn_forward(host, manifest):

@@ -41,6 +41,10 @@ o and hT too. The built-in tolerance table has gradient bounds for fp32_math onl
 tensor-core backward FAILs "no bound" (with every gradient's rel_l2 in its row, the measurement a
 bound needs) unless --tolerances names a profile with dq=... entries for it; a FAIL is not timed.
 
+A packed batch (a dump of `gdnbench dump --seqlens`: B = 1, cu_seqlens.npy, h0, hT, dhT and dh0 one
+state per sequence, [num_seqs, HV, K, V]) goes to FLA and FlashQLA as cu_seqlens, forward and
+backward; the attention baselines give SKIPPED rows for one, as the harness's own packed rows.
+
 Attention above --check-max-T is too long for the CPU float64 reference of `gdnbench check`; there
 the float64 reference is computed on the GPU (query blocks, float64 GEMMs) by a child and handed
 to `gdnbench check --ref-o`, which still applies the metrics and bounds.
@@ -59,16 +63,18 @@ import time
 import traceback
 
 from ext_common import (CsvOut, check, csv_header, dump, fail, family_of, first_line, has_backward, load_inputs,
-                        pass_of, read_manifest, row_of, run_gdnbench, run_isolated, sample_until_done, skipped_row,
-                        timed_row, write_json)
-from ext_numpy import gdn_backward, gdn_forward
+                        num_states, pass_of, read_manifest, row_of, run_gdnbench, run_isolated, sample_until_done,
+                        skipped_row, timed_row, write_json)
+from ext_numpy import PER_STATE, gdn
 
 VARIANTS = ("ext:fla_chunk", "ext:fla_fused_recurrent", "ext:flashqla", "ext:sdpa_flash", "ext:sdpa_cudnn")
 # Stand-ins for the self-test (numpy, no GPU): a correct kernel, a wrong one, and each way to die.
 SELF_TEST_VARIANTS = ("selftest:good", "selftest:bad", "selftest:unsupported", "selftest:segv",
                       "selftest:timing_raise", "selftest:hang")
+# A packed batch's wrong answer: its tokens run as one sequence, the state carried across every boundary.
+FLAT_VARIANT = "selftest:flat"
 # Those with a backward (torch autograd through the peer's own backward kernels), and the stand-ins.
-BACKWARD_VARIANTS = ("ext:fla_chunk", "ext:flashqla") + SELF_TEST_VARIANTS
+BACKWARD_VARIANTS = ("ext:fla_chunk", "ext:flashqla") + SELF_TEST_VARIANTS + (FLAT_VARIANT,)
 
 
 class Unsupported(Exception):
@@ -110,10 +116,12 @@ def gdn_prepare(variant, host, manifest):
     so the names are checked first. The call is FLA's documented one: [B, T, H, K] layout (there is
     no head-first), log-space g and post-sigmoid beta of [B, T, HV], h0 and hT float32
     [B, HV, K, V] (state_v_first off), no in-kernel l2norm (q and k are normalised in the dump).
-    FlashQLA's chunk_gated_delta_rule documents the same call and layout.
+    FlashQLA's chunk_gated_delta_rule documents the same call and layout. A packed batch (the dump's
+    cu_seqlens.npy) goes as both take it: B = 1, cu_seqlens (FLA's documented LongTensor; int32 for
+    FlashQLA, as FlashAttention's varlen API), h0 and hT one state per sequence [N, HV, K, V].
     """
     import torch
-    fn = gdn_call(variant, manifest)
+    fn, varlen = gdn_call(variant, host, manifest)
     dt = torch_dtype(manifest["dtype"])
     # Cast on the host (exact: the values are dt values), so no float32 copy inflates the peak.
     q, k, v = (torch.from_numpy(host[n]).to(dt).cuda() for n in ("q", "k", "v"))
@@ -124,26 +132,36 @@ def gdn_prepare(variant, host, manifest):
 
     def launch():
         out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
-                                 output_final_state=True)
+                                 output_final_state=True, **varlen)
 
     return launch, lambda: gdn_outputs(out, manifest)
 
 
-def gdn_call(variant, manifest):
-    """The peer's function, its keywords checked (see gdn_prepare)."""
+def gdn_call(variant, host, manifest):
+    """The peer's function, its keywords checked (see gdn_prepare), and the keywords of a packed batch
+    ({"cu_seqlens": the offsets on the device} or {})."""
     import inspect
+    import torch
     fn = gdn_function(variant, manifest)
     params = inspect.signature(fn).parameters
-    missing = [n for n in ("g", "beta", "scale", "initial_state", "output_final_state") if n not in params]
+    packed = "cu_seqlens" in host
+    needed = ("g", "beta", "scale", "initial_state", "output_final_state") + (("cu_seqlens",) if packed else ())
+    missing = [n for n in needed if n not in params]
     if missing:
         raise Unsupported(f"{fn.__module__}.{fn.__name__} has no parameter {', '.join(missing)}: its API changed")
-    return fn
+    if not packed:
+        return fn, {}
+    if manifest["B"] != 1:
+        raise Unsupported("a packed batch needs B = 1")
+    cu_dtype = torch.int32 if variant == "ext:flashqla" else torch.long
+    return fn, {"cu_seqlens": torch.from_numpy(host["cu_seqlens"]).to(cu_dtype).cuda()}
 
 
 def gdn_outputs(out, manifest):
-    """o and hT of a peer's call as numpy float32 (an exact widening), their shapes checked."""
+    """o and hT of a peer's call as numpy float32 (an exact widening), their shapes checked (hT one
+    state per sequence of a packed batch)."""
     B, T, HV, K, V = manifest["B"], manifest["T"], manifest["HV"], manifest["K"], manifest["V"]
-    if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (B, HV, K, V):
+    if tuple(out["o"].shape) != (B, T, HV, V) or tuple(out["ht"].shape) != (num_states(manifest), HV, K, V):
         raise ValueError(f"o {tuple(out['o'].shape)}, hT {tuple(out['ht'].shape)}: not the documented shapes")
     return {"o": out["o"].detach().float().cpu().numpy(), "ht": out["ht"].detach().float().contiguous().cpu().numpy()}
 
@@ -159,10 +177,11 @@ def gdn_train_prepare(variant, host, manifest):
     dtype of o (exact: it holds dtype values), dhT float32 as hT, and o alone where the dump has no
     dhT. Autograd returns each gradient in its input's shape, and those are gdnbench's layouts: dq, dk
     [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V] (K x V, state_v_first
-    off). So the mapping is the widening to float32 alone; fetch checks the shapes all the same.
+    off); a packed batch's h0, dhT and dh0 hold one state per sequence, [N, HV, K, V]. So the mapping
+    is the widening to float32 alone; fetch checks the shapes all the same.
     """
     import torch
-    fn = gdn_call(variant, manifest)
+    fn, varlen = gdn_call(variant, host, manifest)
     dt = torch_dtype(manifest["dtype"])
     q, k, v = (torch.from_numpy(host[n]).to(dt).cuda().requires_grad_() for n in ("q", "k", "v"))
     beta = torch.from_numpy(host["beta"]).cuda().requires_grad_()
@@ -176,7 +195,7 @@ def gdn_train_prepare(variant, host, manifest):
 
     def forward():
         out["o"], out["ht"] = fn(q, k, v, g=g, beta=beta, scale=manifest["scale"], initial_state=h0,
-                                 output_final_state=True)
+                                 output_final_state=True, **varlen)
 
     def backward(keep_graph):
         outputs, upstream = ([out["o"], out["ht"]], [d_o, d_ht]) if d_ht is not None else ([out["o"]], [d_o])
@@ -196,7 +215,7 @@ def gdn_train_prepare(variant, host, manifest):
     def fetch():
         B, T, H, HV, K, V = (manifest[n] for n in ("B", "T", "H", "HV", "K", "V"))
         shapes = {"dq": (B, T, H, K), "dk": (B, T, H, K), "dv": (B, T, HV, V), "dg": (B, T, HV),
-                  "dbeta": (B, T, HV), "dh0": (B, HV, K, V)}
+                  "dbeta": (B, T, HV), "dh0": (num_states(manifest), HV, K, V)}
         res = gdn_outputs(out, manifest) if pass_of(manifest) == "fwdbwd" else {}
         for name, x in zip(leaves, out["grads"]):
             if x is None:
@@ -226,14 +245,20 @@ def sdpa_prepare(variant, host, manifest):
 
 def selftest_prepare(variant, host, manifest):
     """numpy float64 (scripts/ext_numpy.py) written as float32; selftest:bad plants a bug: the sign of o
-    in the forward, dk 10% off in a backward."""
+    in the forward, dk 10% off in a backward. selftest:flat runs a packed batch as one sequence (from
+    the first sequence's h0, back from the last one's dhT): its o and per-token gradients, with the
+    right states (their shapes are per sequence), the state carried across every boundary."""
     import numpy as np
     if variant == "selftest:unsupported":
         raise Unsupported("stand-in for a shape the variant does not take")
-    o, states = gdn_forward(host, manifest)
-    res = {"o": o, "ht": states[-1]} if pass_of(manifest) != "bwd" else {}
-    if has_backward(manifest):
-        res.update(gdn_backward(host, manifest, states))
+    res = gdn(host, manifest, has_backward(manifest))
+    if variant == FLAT_VARIANT:
+        flat = {name: x for name, x in host.items() if name != "cu_seqlens"}
+        flat.update({name: host[name][-1:] if name == "dhT" else host[name][:1] for name in ("h0", "dhT") if name in host})
+        res.update({name: x for name, x in gdn(flat, manifest, has_backward(manifest)).items()
+                    if name not in PER_STATE})
+    if pass_of(manifest) == "bwd":
+        res = {name: x for name, x in res.items() if name not in ("o", "ht")}
     res = {name: x.astype(np.float32) for name, x in res.items()}
     if variant == "selftest:bad":
         res.update({"dk": res["dk"] * np.float32(1.1)} if "dk" in res else {"o": -res["o"]})
@@ -417,6 +442,8 @@ def run_shape(args, d, manifest, variants, device, out):
                                                         "forward only here)"), False
         elif attention and not plain:
             row, bad = skipped_row(manifest, v, device, "attention baselines run only on the plain GDN configuration"), False
+        elif attention and manifest.get("num_seqs"):  # as the harness's own packed rows
+            row, bad = skipped_row(manifest, v, device, "attention baselines do not run packed batches"), False
         else:
             if needs_ref and ref is None:  # once per shape, shared by the SDPA backends
                 ref = run_child(args, "ref", d, device)
@@ -466,9 +493,11 @@ def self_test(args):
         assert all(r["tolerances"] == "builtin" and r["schema_version"] == run_cells["schema_version"]
                    for r in rows.values()), "every row, SKIPPED ones too, names its profile"
         bwd_csv = backward_self_test(args, work, shape, header, run_cells)
-        run_gdnbench(binary, ["report", out.path, bwd_csv, "--out", os.path.join(work, "r.md")])
+        packed_csv = packed_self_test(args, work, header, run_cells)
+        run_gdnbench(binary, ["report", out.path, bwd_csv, packed_csv, "--out", os.path.join(work, "r.md")])
     print("ext_runner self-test: dump, child PASS/FAIL, unsupported, SIGSEGV, fault while timing, "
-          "hang, CSV, report; backward (bwd, fwdbwd, dht off): gradients PASS/FAIL, no backward, SIGSEGV: ok")
+          "hang, CSV, report; backward (bwd, fwdbwd, dht off): gradients PASS/FAIL, no backward, SIGSEGV; "
+          "packed batch (fwd, bwd, fwdbwd): per-sequence PASS, flat and planted FAIL: ok")
 
 
 def backward_self_test(args, work, shape, header, run_cells):
@@ -503,6 +532,46 @@ def backward_self_test(args, work, shape, header, run_cells):
     assert (both["status"], both["dht"]) == ("PASS", "off") and both["o_rel_l2"] and both["dq_rel_l2"], both
     assert both_bad["status"] == "FAIL" and "dk rel_l2" in both_bad["reason"], both_bad
     assert totals == [(2, 2), (1, 0)], totals  # (failed, crashed): bad and timing_raise; segv and timing_raise
+    return out.path
+
+
+def packed_self_test(args, work, header, run_cells):
+    """A packed batch: cu_seqlens in the dump, the stand-in run sequence by sequence from each state of
+    h0 (and, backward, of dhT), judged by check against the packed float64 reference and gradients
+    (h0, hT, dhT, dh0 one state per sequence); the same tokens run as one sequence (the state and
+    its gradient carried across the boundaries) must fail it, forward and backward."""
+    import csv
+    packed = {"B": 1, "seqlens": "1,7,16,9", "H": 2, "K": 8, "V": 8, "dtype": "bf16"}
+    out = CsvOut(os.path.join(work, "ext_packed.csv"), header, run_cells)
+    totals = []
+    for pass_, dht, h0, variants in (
+            ("fwd", "on", "on", ["selftest:good", FLAT_VARIANT, "selftest:unsupported"]),
+            ("fwd", "on", "off", ["selftest:good", FLAT_VARIANT, "ext:sdpa_flash"]),
+            ("bwd", "on", "on", ["selftest:good", "selftest:bad", FLAT_VARIANT]),
+            ("fwdbwd", "off", "on", ["selftest:good", FLAT_VARIANT])):
+        d = os.path.join(work, f"dump_packed_{pass_}_h0{h0}")
+        manifest = dump(args.gdnbench, dict(packed, h0=h0), 7, d, pass_, dht)
+        assert manifest["num_seqs"] == 4 and manifest["cu_seqlens_list"] == [0, 1, 8, 24, 33], manifest
+        totals.append(run_shape(args, d, manifest, variants, "self-test", out))
+    with open(out.path, newline="") as f:
+        rows = {(r["pass"], r["h0"], r["variant"]): r for r in csv.DictReader(f)}
+    assert all(r["seqlens"] == "1+7+16+9" for r in rows.values()), "every row, SKIPPED ones too, names the lengths"
+    for h0 in ("on", "off"):
+        good, flat = rows[("fwd", h0, "selftest:good")], rows[("fwd", h0, FLAT_VARIANT)]
+        assert (good["status"], good["reason"]) == ("PASS", "") and int(good["samples"]) >= 10, good
+        assert flat["status"] == "FAIL" and "o rel_l2" in flat["reason"] and not flat["samples"], flat
+    assert rows[("fwd", "on", "selftest:unsupported")]["status"] == "SKIPPED"
+    sdpa = rows[("fwd", "off", "ext:sdpa_flash")]
+    assert (sdpa["status"], sdpa["reason"]) == ("SKIPPED", "attention baselines do not run packed batches"), sdpa
+    good, bad, flat = (rows[("bwd", "on", v)] for v in ("selftest:good", "selftest:bad", FLAT_VARIANT))
+    assert (good["status"], good["reason"], good["dht"]) == ("PASS", "", "on"), good
+    assert all(good[f"{n}_rel_l2"] for n in ("dq", "dk", "dv", "dg", "dbeta", "dh0")), "every gradient judged"
+    assert bad["status"] == "FAIL" and "dk rel_l2" in bad["reason"] and "dq rel_l2" not in bad["reason"], bad
+    assert flat["status"] == "FAIL" and "dk rel_l2" in flat["reason"] and not flat["samples"], flat
+    both, both_flat = rows[("fwdbwd", "on", "selftest:good")], rows[("fwdbwd", "on", FLAT_VARIANT)]
+    assert (both["status"], both["dht"]) == ("PASS", "off") and both["o_rel_l2"] and both["dh0_rel_l2"], both
+    assert both_flat["status"] == "FAIL", both_flat
+    assert totals == [(1, 0), (1, 0), (2, 0), (1, 0)], totals  # (failed, crashed): flat, and bad
     return out.path
 
 
