@@ -14,6 +14,7 @@
 #include "harness/io/npy.h"
 #include "harness/rng.h"
 #include "harness/variant.h"
+#include "tests/common/external_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace {
@@ -31,27 +32,6 @@ void write_raw_npy(const std::string& path, int major, const std::string& dict, 
   s += d;
   s.append(data_bytes, '\0');
   testutil::write_text(path, s);
-}
-
-Problem small_problem(uint64_t seed, DType dt) {
-  Problem p;
-  p.shape = GdnShape{2, 37, 2, 4, 16, 24};  // B, T not a multiple of any chunk, GVA
-  p.dtype = dt;
-  p.use_h0 = true;
-  p.seed = seed;
-  return p;
-}
-
-// Runs cpu_recurrent on the dumped inputs, as an external kernel would on its copy of them.
-RunOutputs run_cpu_on(const DumpedProblem& d) {
-  const VariantInfo* v = find_variant("cpu_recurrent");
-  REQUIRE(v);
-  RunContext ctx;
-  ctx.cpu_threads = 2;
-  auto run = v->create(d.problem, d.inputs, ctx);
-  run->poison_outputs();
-  run->launch();
-  return run->read_outputs();
 }
 
 std::vector<int64_t> o_shape(const GdnShape& s) { return {s.B, s.T, s.HV, s.V}; }
@@ -140,7 +120,7 @@ TEST_CASE("dump then check: the CPU variant's output passes, a corrupted one fai
   INFO("seed " << seed);
   const DType dt = GENERATE(DType::bf16, DType::f32);
   INFO(dtype_name(dt));
-  const Problem p = small_problem(seed, dt);
+  const Problem p = testutil::external_test_problem(seed, dt);
   const std::string dump = dir.file("dump");
   dump_problem(p, dump);
 
@@ -154,7 +134,7 @@ TEST_CASE("dump then check: the CPU variant's output passes, a corrupted one fai
   CHECK(d.inputs.g == fresh.g);
   CHECK(d.inputs.h0 == fresh.h0);
 
-  const RunOutputs out = run_cpu_on(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
   const GdnShape& s = p.shape;
   const NpyType o_type = dt == DType::bf16 ? NpyType::bf16_u2 : NpyType::f4;
   write_npy(dir.file("o.npy"), o_shape(s), out.o.data(), o_type);
@@ -239,7 +219,7 @@ TEST_CASE("the binary: dump, check with --csv, exit codes", "[external][cli]") {
 
   const DumpedProblem d = read_dump(dump);
   CHECK(d.problem.shape.T == 40);
-  const RunOutputs out = run_cpu_on(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
   write_npy(dir.file("o.npy"), o_shape(d.problem.shape), out.o.data(), NpyType::bf16_u2);
   write_npy(dir.file("hT.npy"), ht_shape(d.problem.shape), out.hT.data(), NpyType::f4);
   const std::string csv = dir.file("ext.csv");
@@ -285,7 +265,7 @@ TEST_CASE("dump then check a packed batch: cu_seqlens.npy, a state per sequence"
   testutil::TempDir dir;
   const uint64_t seed = testutil::fresh_seed();
   INFO("seed " << seed);
-  Problem p = small_problem(seed, DType::bf16);
+  Problem p = testutil::external_test_problem(seed, DType::bf16);
   p.seqlens = "1,17,64,5";
   resolve_packed(p);
   const std::string dump = dir.file("dump");
@@ -300,7 +280,7 @@ TEST_CASE("dump then check a packed batch: cu_seqlens.npy, a state per sequence"
   CHECK(d.problem.input_key() == resolved.input_key());
   CHECK(d.inputs.cu_seqlens == p.cu_seqlens);
   REQUIRE(d.inputs.h0.size() == size_t(4 * p.shape.HV * p.shape.K * p.shape.V));
-  const RunOutputs out = run_cpu_on(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
   const GdnShape& s = p.shape;
   write_npy(dir.file("o.npy"), o_shape(s), out.o.data(), NpyType::bf16_u2);
   write_npy(dir.file("hT.npy"), {s.num_seqs, s.HV, s.K, s.V}, out.hT.data(), NpyType::f4);
@@ -320,7 +300,7 @@ TEST_CASE("dump then check a packed batch: cu_seqlens.npy, a state per sequence"
   one.problem = flat;
   one.inputs.cu_seqlens.clear();
   one.inputs.h0.resize(size_t(s.HV * s.K * s.V));
-  const RunOutputs carried = run_cpu_on(one);
+  const RunOutputs carried = testutil::run_cpu_recurrent_on(one);
   write_npy(dir.file("o.npy"), o_shape(s), carried.o.data(), NpyType::bf16_u2);
   opt.ht_path.clear();
   CHECK(check_external(opt).status == Status::fail);

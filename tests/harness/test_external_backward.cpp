@@ -18,33 +18,10 @@
 #include "harness/io/errors.h"
 #include "harness/io/npy.h"
 #include "harness/variant.h"
+#include "tests/common/external_test_util.h"
 #include "tests/common/test_util.h"
 
 namespace {
-
-Problem backward_problem(uint64_t seed, DType dt, Pass pass = Pass::bwd) {
-  Problem p;
-  p.shape = GdnShape{2, 37, 2, 4, 16, 24};  // T past a chunk and not a multiple of one, GVA
-  p.dtype = dt;
-  p.use_h0 = true;
-  p.seed = seed;
-  p.pass = pass;
-  return p;
-}
-
-// cpu_recurrent's backward on the dumped inputs and upstream gradients, as an external kernel
-// would run on its copy of them.
-RunOutputs run_cpu_backward(const DumpedProblem& d) {
-  const VariantInfo* v = find_variant("cpu_recurrent");
-  REQUIRE(v);
-  REQUIRE(v->has_backward);
-  RunContext ctx;
-  ctx.cpu_threads = 2;
-  auto run = v->create(d.problem, d.inputs, ctx);
-  run->poison_outputs();
-  run->launch();
-  return run->read_outputs();
-}
 
 const std::vector<float>& gradient_of(const RunOutputs& out, Grad g) {
   const std::vector<float>* all[] = {&out.dq, &out.dk, &out.dv, &out.dg, &out.dbeta, &out.dh0};
@@ -73,7 +50,7 @@ TEST_CASE("dump --pass bwd writes dO and dhT as the harness's backwards draw the
   testutil::TempDir dir;
   const uint64_t seed = testutil::fresh_seed();
   INFO("seed " << seed);
-  Problem p = backward_problem(seed, DType::bf16);
+  Problem p = testutil::external_test_problem(seed, DType::bf16, Pass::bwd);
   p.use_dht = GENERATE(true, false);
   INFO("dht " << p.use_dht);
   const std::string dump = dir.file("dump");
@@ -101,7 +78,7 @@ TEST_CASE("dump --pass bwd writes dO and dhT as the harness's backwards draw the
 
   SECTION("a forward dump holds no dO and says pass fwd") {
     const std::string fwd = dir.file("fwd");
-    dump_problem(backward_problem(seed, DType::bf16, Pass::fwd), fwd);
+    dump_problem(testutil::external_test_problem(seed, DType::bf16, Pass::fwd), fwd);
     CHECK_THAT(testutil::read_text(fwd + "/manifest.json"), Catch::Contains("\"pass\": \"fwd\""));
     CHECK(read_dump(fwd).inputs.dout.empty());
     CHECK_FALSE(std::filesystem::exists(fwd + "/dO.npy"));
@@ -115,11 +92,11 @@ TEST_CASE("check --dq ...: the CPU backward passes, a perturbed or non-finite gr
   INFO("seed " << seed);
   const DType dt = GENERATE(DType::bf16, DType::f32);
   INFO(dtype_name(dt));
-  const Problem p = backward_problem(seed, dt);
+  const Problem p = testutil::external_test_problem(seed, dt, Pass::bwd);
   const std::string dump = dir.file("dump");
   dump_problem(p, dump);
   const DumpedProblem d = read_dump(dump);
-  const RunOutputs out = run_cpu_backward(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
 
   CheckOptions opt;
   opt.dir = dump;
@@ -189,11 +166,11 @@ TEST_CASE("check --dq ...: the CPU backward passes, a perturbed or non-finite gr
 
 TEST_CASE("check of a backward: misuses are usage errors naming what is wrong", "[external][backward]") {
   testutil::TempDir dir;
-  const Problem p = backward_problem(testutil::fresh_seed(), DType::f32);
+  const Problem p = testutil::external_test_problem(testutil::fresh_seed(), DType::f32, Pass::bwd);
   const std::string dump = dir.file("dump");
   dump_problem(p, dump);
   const DumpedProblem d = read_dump(dump);
-  const RunOutputs out = run_cpu_backward(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
   CheckOptions opt;
   opt.dir = dump;
   opt.pass = Pass::bwd;
@@ -225,7 +202,7 @@ TEST_CASE("check of a backward: misuses are usage errors naming what is wrong", 
     CHECK_THROWS_WITH(check_external(opt), Catch::Contains("--dg: the problem has no gate"));
   }
   SECTION("a forward dump has no dO to differentiate against") {
-    dump_problem(backward_problem(p.seed, DType::f32, Pass::fwd), dir.file("fwd"));
+    dump_problem(testutil::external_test_problem(p.seed, DType::f32, Pass::fwd), dir.file("fwd"));
     opt.dir = dir.file("fwd");
     opt.grad_paths[size_t(Grad::dk)] = dk;
     CHECK_THROWS_WITH(check_external(opt), Catch::Contains("holds no dO"));
@@ -248,7 +225,7 @@ TEST_CASE("the binary: dump --pass bwd, check --dq ... --csv, exit codes", "[ext
   CHECK_THAT(r.out, Catch::Contains("pass=fwdbwd dht=on"));
   const DumpedProblem d = read_dump(dump);
   REQUIRE(d.problem.pass == Pass::fwdbwd);
-  const RunOutputs out = run_cpu_backward(d);
+  const RunOutputs out = testutil::run_cpu_recurrent_on(d);
   std::string grads;
   for (Grad g : kGrads)
     grads += fmt::format(" --{} '{}'", grad_name(g), write_gradient(dir, g, gradient_of(out, g), d.problem));
