@@ -200,9 +200,12 @@ std::vector<PlanOption> scan_options(std::initializer_list<int> Ks, bool with_ou
   std::vector<PlanOption> out;
   for (const char* form : {"plain", "two_level_pair", "two_level"})
     for (int k : Ks) out.push_back({form + k_suffix(k), k16BitDtypes});
-  if (with_output)
+  if (with_output) {
     for (int k : Ks)
       if (k <= 128) out.push_back({"plain_with_output" + k_suffix(k), k16BitDtypes});
+    for (int k : Ks)
+      if (k <= 128) out.push_back({"wgmma_chain" + k_suffix(k), k16BitDtypes});
+  }
   return out;
 }
 
@@ -215,6 +218,19 @@ PlanChoice scan_choice(const GdnShape& s, const std::string& token, const PlanDe
   int64_t G = model;
   WyUtOutput forced = WyUtOutput::automatic;
   if (!token.empty()) forced = WyUtOutput::separate;
+  if (output && token.rfind("wgmma_chain", 0) == 0) {
+    if (!wy_ut_wgmma_chain_fits(s, 1))
+      return refuse("--plan " + token + ": the wgmma chain takes K in {64, 128} and V a multiple of 64");
+    if (!plan_token_matches(token, "wgmma_chain" + k_suffix(s.K)))
+      return refuse("--plan " + token + ": K = " + std::to_string(s.K) + " takes the k" + std::to_string(s.K) +
+                    " instances");
+    if (!dev.sm90a) return refuse("--plan " + token + ": the wgmma chain needs an sm_90 device");
+    groups = 1;
+    *output = WyUtOutput::wgmma_chain;
+    PlanChoice c;
+    c.options = {"wgmma_chain" + k_suffix(s.K)};
+    return c;
+  }
   if (output && token.rfind("plain_with_output", 0) == 0) {
     if (s.K > 128) return refuse("--plan " + token + ": the output beside the scan takes K <= 128");
     if (!plan_token_matches(token, "plain_with_output" + k_suffix(s.K)))
@@ -244,6 +260,9 @@ PlanChoice scan_choice(const GdnShape& s, const std::string& token, const PlanDe
 }  // namespace
 
 bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups) { return s.K <= 128 && groups == 1; }
+bool wy_ut_wgmma_chain_fits(const GdnShape& s, int64_t groups) {
+  return (s.K == 64 || s.K == 128) && s.V >= 64 && s.V % 64 == 0 && groups == 1;
+}
 
 WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced) {
   if (forced != WyUtOutput::automatic) return forced;

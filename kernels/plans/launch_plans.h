@@ -50,6 +50,7 @@ struct PlanDevice {
   int sms = 0;
   // wy_ut's scan state kernel, blocks resident at once (SMs x blocks per SM), by K 64, 128, 256.
   int64_t wy_ut_scan_resident[3] = {0, 0, 0};
+  bool sm90a = false;  // compute capability 9.0: the wgmma kernels run
   // fused_decode: blocks of the one-row front-end kernel resident at once at this shape's block
   // size; blocks of the stream state kernel per SM at this T (0: it cannot run).
   int64_t decode_fe_row_resident = 0;
@@ -98,8 +99,13 @@ int64_t wy_ut_largest_scan_groups(const GdnShape& s);
 // in one warp-specialised kernel (in_scan: K <= 128 and G = 1; the scan stage's
 // plain_with_output option). Automatic: in_scan for 64 < K <= 128 and G = 1, where it is the
 // faster (docs/log/runs-112-.md).
-enum class WyUtOutput : int8_t { automatic, separate, in_scan };
+// Or, on sm_90a, the chain on warpgroup products (chain_wgmma: the scan and the output in one
+// kernel of 64 value columns a block, kernels/wy_ut/chain_wgmma.cuh): K in {64, 128}, V a multiple
+// of 64, G = 1; taken only when forced (the scan stage's wgmma_chain option) until it is measured
+// the faster.
+enum class WyUtOutput : int8_t { automatic, separate, in_scan, wgmma_chain };
 bool wy_ut_output_in_scan_fits(const GdnShape& s, int64_t groups);  // K <= 128 and G = 1
+bool wy_ut_wgmma_chain_fits(const GdnShape& s, int64_t groups);     // K in {64, 128}, V % 64 = 0, G = 1
 WyUtOutput wy_ut_output(const GdnShape& s, int64_t groups, WyUtOutput forced);
 std::vector<PlanStage> wy_ut_plan_stages();
 // The plan and, in `groups` and `output`, the scan's G and the output's place for the launch

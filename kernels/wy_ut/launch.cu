@@ -34,6 +34,7 @@
 #include <cstdint>
 
 #include "kernels/frontend/frontend.cuh"
+#include "kernels/wy_ut/chain_wgmma.cuh"
 #include "kernels/wy_ut/output.cuh"
 #include "kernels/wy_ut/prepare.cuh"
 #include "kernels/wy_ut/scan.cuh"
@@ -337,6 +338,10 @@ int gdn_wy_ut_plan_device(const GdnShape& shape, DType dtype, PlanDevice& dev) {
   const int64_t resident = dtype == DType::bf16 ? scan_resident_blocks_for_k<__nv_bfloat16>(shape.K)
                                                 : scan_resident_blocks_for_k<__half>(shape.K);
   dev.wy_ut_scan_resident[shape.K <= 64 ? 0 : shape.K <= 128 ? 1 : 2] = resident;
+  int major = 0, minor = 0;
+  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) return int(e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) return int(e);
+  dev.sm90a = major == 9 && minor == 0;
   return resident > 0 ? 0 : int(cudaErrorInvalidValue);
 }
 
@@ -439,9 +444,40 @@ int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws,
   return checked_for_dtype(p, ws, [&](auto t) { return scan_output_for_type<decltype(t)>(p, ws, stream); });
 }
 
+namespace {
+template <typename T, int kK>
+cudaError_t chain_wgmma_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  const auto kernel = gdn_wy_ut_chain_wgmma_kernel<T, kK>;
+  const int bytes = ChainWgmmaLayout<kK>::kBytes;
+  if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
+  const dim3 grid(unsigned(p.shape.V / kChainValues), unsigned(p.shape.HV), unsigned(p.shape.B));
+  kernel<<<grid, kChainThreads, bytes, stream>>>(p, ws);
+  return cudaGetLastError();
+}
+template <typename T>
+cudaError_t chain_wgmma_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  if (!wy_ut_wgmma_chain_fits(p.shape, ws.scan_groups)) return cudaErrorInvalidValue;
+  return p.shape.K == 64 ? chain_wgmma_for_k<T, 64>(p, ws, stream) : chain_wgmma_for_k<T, 128>(p, ws, stream);
+}
+}  // namespace
+
+int launch_gdn_wy_ut_chain_wgmma(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  int device = 0, major = 0, minor = 0;
+  if (const cudaError_t e = cudaGetDevice(&device)) return int(e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)) return int(e);
+  if (const cudaError_t e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device)) return int(e);
+  if (major != 9 || minor != 0) return int(cudaErrorInvalidDeviceFunction);
+  return checked_for_dtype(p, ws, [&](auto t) { return chain_wgmma_for_type<decltype(t)>(p, ws, stream); });
+}
+
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream) {
   if (gdn_wy_ut_unsupported(p) || !workspace) return int(cudaErrorInvalidValue);
   const GdnWyUtWorkspace ws = gdn_wy_ut_workspace_view(p, workspace);
+  if (p.wy_ut_output == WyUtOutput::wgmma_chain) {
+    if (!wy_ut_wgmma_chain_fits(p.shape, ws.scan_groups)) return int(cudaErrorInvalidValue);
+    if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;
+    return launch_gdn_wy_ut_chain_wgmma(p, ws, stream);
+  }
   const bool in_scan = wy_ut_output(p.shape, ws.scan_groups, p.wy_ut_output) == WyUtOutput::in_scan;
   if (in_scan && !wy_ut_output_in_scan_fits(p.shape, ws.scan_groups)) return int(cudaErrorInvalidValue);
   if (const int e = launch_gdn_wy_ut_prepare(p, ws, stream)) return e;

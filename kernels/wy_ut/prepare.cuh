@@ -164,6 +164,7 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
 
   // U0 = (Tm diag(cu)) V, then W = (Tm diag(cw)) K: Tm split (hi + lo), K and V exact. Row block w
   // of Tm is zero past column block w. U0 first, so the v tile is free before W runs.
+  const bool w_half = p.wy_ut_output == WyUtOutput::wgmma_chain;
   for (int which = 1; which >= (p.use_delta ? 0 : 1); --which) {
     const float* cs = which == 0 ? cw_s : cu_s;
     const T* src = which == 0 ? k_s : v_s;
@@ -190,6 +191,12 @@ __device__ __forceinline__ void prepare_chunk(const GdnParams& p, const GdnWyUtW
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int r = 16 * warp + g, c = c0 + 8 * j + t;
+        if (which == 0 && w_half) {  // the wgmma chain's fp16 W in its core layout, in W's first half
+          __half* w16 = reinterpret_cast<__half*>(dst);
+          *reinterpret_cast<__half2*>(w16 + chain_core_offset(r, c, cols)) = __floats2half2_rn(acc[j][0], acc[j][1]);
+          *reinterpret_cast<__half2*>(w16 + chain_core_offset(r + 8, c, cols)) = __floats2half2_rn(acc[j][2], acc[j][3]);
+          continue;
+        }
         *reinterpret_cast<float2*>(dst + int64_t(r) * cols + c) = make_float2(acc[j][0], acc[j][1]);
         *reinterpret_cast<float2*>(dst + int64_t(r + 8) * cols + c) = make_float2(acc[j][2], acc[j][3]);
       }

@@ -108,6 +108,12 @@ int64_t gdn_wy_ut_output_blocks_per_head(int64_t num_chunks, int64_t heads, int6
 // bit those of launch_gdn_wy_ut_states + launch_gdn_wy_ut_output.
 int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
 
+// Stages 2 and 3 in one launch on sm_90a (chain_wgmma.cuh): the chain on warpgroup products, the
+// state in registers, the output beside it (ws.states not written, U keeps U0). K in {64, 128},
+// V a multiple of 64, ws.scan_groups = 1 (cudaErrorInvalidValue otherwise); another device than
+// compute capability 9.0: cudaErrorInvalidDeviceFunction.
+int launch_gdn_wy_ut_chain_wgmma(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream);
+
 // prepare, then states + output or scan_output as the plan says (p.wy_ut_output), on `stream`;
 // workspace of gdn_wy_ut_workspace_bytes(p) bytes. Never allocates, synchronises, prints or exits.
 int launch_gdn_wy_ut(const GdnParams& p, void* workspace, cudaStream_t stream);

@@ -114,6 +114,13 @@ __device__ __forceinline__ void lower_block_product(float acc[8][4], const T* x_
   }
 }
 
+// Element (r, c) of a 16-bit tile of `cols` columns in the K-major core-matrix layout of
+// kernels/common/wgmma.cuh (c the product's K index): core matrix (r / 8, c / 8), row r % 8,
+// element c % 8. W's layout for the wgmma chain (chain_wgmma.cuh), which prepare writes for it.
+__device__ __forceinline__ int chain_core_offset(int r, int c, int cols) {
+  return ((r >> 3) * (cols >> 3) + (c >> 3)) * 64 + (r & 7) * 8 + (c & 7);
+}
+
 // Rows [0, L) of a [rows, cols] 16-bit tensor with row stride `stride` (elements) into shared
 // rows of `ld` elements; rows [L, C) are zero. cols is a multiple of 8 (16-byte vectors).
 template <typename T>

@@ -33,6 +33,7 @@ PlanDevice h200_facts(double factor = 1.0) {
   d.wy_ut_scan_resident[2] = int64_t(132 * factor);
   d.decode_fe_row_resident = int64_t(1320 * factor);
   d.decode_stream_per_sm = 3;
+  d.sm90a = true;
   return d;
 }
 
@@ -254,6 +255,25 @@ TEST_CASE("wy_ut's scan: the cost model's groups, and forced plain, pair and two
     CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 128, 64}, DType::bf16, "plain_with_output_k64"), dev, l)
                    .unsupported,
                Catch::Contains("k128 instances"));
+    // The chain on warpgroup products: forced only; K in {64, 128}, V a multiple of 64, sm_90a.
+    CHECK(plan_of("wy_ut", problem({1, 65536, 1, 1, 128, 128}, DType::bf16, "wgmma_chain"), dev, l).name() ==
+          "wgmma_chain_k128");
+    CHECK(l.scan_groups == 1);
+    CHECK(l.wy_ut_output == WyUtOutput::wgmma_chain);
+    CHECK(plan_of("unfused_conv", problem({1, 300, 1, 1, 64, 192}, DType::f16, "wgmma_chain_k64"), dev, l).name() ==
+          "wgmma_chain_k64");
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 256, 64}, DType::bf16, "wgmma_chain"), dev, l).unsupported,
+               Catch::Contains("K in {64, 128}"));
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 128, 96}, DType::bf16, "wgmma_chain"), dev, l).unsupported,
+               Catch::Contains("multiple of 64"));
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 64, 64}, DType::bf16, "wgmma_chain_k128"), dev, l).unsupported,
+               Catch::Contains("k64 instances"));
+    PlanDevice not_hopper = dev;
+    not_hopper.sm90a = false;
+    CHECK_THAT(plan_of("wy_ut", problem({1, 300, 1, 1, 64, 64}, DType::bf16, "wgmma_chain"), not_hopper, l).unsupported,
+               Catch::Contains("sm_90"));
+    // Not automatic: the same shape takes the scan with the output beside it.
+    CHECK(plan_of("wy_ut", problem({1, 1000, 2, 2, 128, 128}), dev, l).name() == "plain_with_output_k128");
     // fused_conv's scan has no output beside it: the option is not one of its plans.
     CHECK_THAT(plan_of("fused_conv", problem({1, 300, 1, 1, 128, 64}, DType::bf16, "plain_with_output"), dev, l)
                    .unsupported,

@@ -1,0 +1,407 @@
+// wy_ut stages 2 and 3 on Hopper's warpgroup products (sm_90a): the state scan and the output in
+// one kernel per (b, hv, 64 value columns), sequential over the chunks, two warpgroups:
+//   the producer (warps 0-3) turns chunk n + 1's inputs into the chain's fp16 operands while the
+//     chain runs chunk n: q and W (prepare's float32) as they are, K~ = K .* exp(gL - gamma)
+//     transposed, U0 transposed in float32, and P = (Q K^T) .* D .* causal by its own wgmma;
+//   the chain (warps 4-7) holds the transposed state S^T (64 value rows x K) in float32 registers
+//     and per chunk runs, each a wgmma whose A operand is registers:
+//       U^T = U0^T - S0^T W^T            (64 x 64, k = K)
+//       O^T = S0^T Q^T                   (64 x 64, k = K, beside the next)
+//       S^T = exp(gL) S0^T + U^T K~      (64 x K, k = 64)
+//       O^T = diag(exp(gamma)) O^T + U^T P^T   (k = 64)
+//     then o = scale O (rows past the sequence end not stored).
+// Why: the three-kernel scan hands S0 and U between warps through shared hi/lo planes and spends
+// ~2.5 us a chunk in barriers and shared-memory round trips (docs/kernels/wy_ut.md). Here the
+// chain's only hand-offs are register conversions: an accumulator's columns, converted in pairs,
+// are the next product's A operand, so S and U never leave the chain's registers, and its products
+// run on all four tensor cores of the SM at once.
+// Precision: every operand is fp16 (11 significant bits, 3 more than bf16 at the same rate). The
+// two that are not bounded by the inputs, S0 and U, are scaled per value row by a power of two
+// that puts the row's largest magnitude in [2^14, 2^15) (exact: the accumulators are unscaled by
+// the inverse power), so their range is float32's; q, K~, W and P are bounded by |q| |k| and are
+// taken as they are (|x| < 65504 is required of them, as of the fp16 splits of the other
+// kernels). bf16 inputs convert to fp16 exactly within that range.
+// Hand-offs: named barriers, one pair per stage (chunk n in stage n % 2): full (producer ->
+// chain, the stage's operands are written and fenced for the async proxy) and empty (chain ->
+// producer, every product reading the stage has completed; only for n + 2 < N, so each side
+// arrives as often as the other waits).
+// Budget at K = 128 (K = 64): a stage holds q, W (64 x K fp16 each), K~^T (K x 64 fp16), P (64 x 64
+// fp16), U0^T (64 x 68 float32), gamma and exp(gamma) (2 x 64 float32) + exp(gL): 74.5 KiB (50.5);
+// two stages and k (64 x K fp16, the producer's own): 165 KiB (109): one block per SM.
+// Registers (K = 128): the chain's S^T 64, its fp16 A operand 32, U^T 32 and its operand 16, O^T
+// 32; 256 threads at one block per SM allow 255 each.
+// Included only by wy_ut/launch.cu: wy_ut and fused_conv are one translation unit, the kernels and
+// their launchers in one anonymous namespace.
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/ptx.cuh"
+#include "kernels/common/wgmma.cuh"
+#include "kernels/wy_ut/wy_ut_common.cuh"
+
+namespace {
+
+constexpr int kChainThreads = 2 * kThreads;  // the producer's warpgroup, then the chain's
+constexpr int kChainValues = 64;             // value columns a block: the M of every chain product
+constexpr int kChainBarFull = 1, kChainBarEmpty = 3, kChainBarProducer = 5;
+
+template <int kK>
+struct ChainWgmmaLayout {
+  // U0 rows (floats): the chain's reads of (8 j + tq, 16 w + g) fall in 32 distinct banks.
+  static constexpr int kLdU = kChainValues + 4;
+  static constexpr int kLdRaw = kK + 8;  // raw q, k rows (elements)
+  static constexpr int kQ = kC * kK * 2, kW = kC * kK * 2, kKt = kK * kC * 2, kP = kC * kC * 2;
+  static constexpr int kU0 = kC * kLdU * 4, kG = (2 * kC + 4) * 4;
+  static constexpr int kOffQ = 0, kOffW = kOffQ + kQ, kOffKt = kOffW + kW, kOffP = kOffKt + kKt;
+  static constexpr int kOffU0 = kOffP + kP, kOffG = kOffU0 + kU0;
+  static constexpr int kStage = (kOffG + kG + 127) / 128 * 128;
+  static constexpr int kOffK = 2 * kStage;         // the producer's k, for P
+  static constexpr int kOffRaw = kOffK + kC * kK * 2;  // raw q, k (input dtype) and gamma of the next chunk
+  static constexpr int kBytes = kOffRaw + 2 * kC * kLdRaw * 2 + kC * 4;
+  static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
+};
+
+// Element (r, c) of a 16-bit tile of `cols` columns in the K-major core-matrix layout of
+// wgmma.cuh (c the product's K index): core matrix (r / 8, c / 8), row r % 8, element c % 8.
+template <int kCols>
+__device__ __forceinline__ int core_offset(int r, int c) {
+  return chain_core_offset(r, c, kCols);
+}
+// The descriptor of k-slice ks (16 columns) of such a tile.
+template <int kCols>
+__device__ __forceinline__ uint64_t core_slice(const __half* tile, int ks) {
+  return wg::desc_kmajor(tile + 16 * ks * 8, 128, (kCols / 8) * 128);
+}
+
+// The power of two that puts m (a row's largest magnitude) in [2^14, 2^15), kept within
+// [2^-60, 2^40] so that a product of two and its inverse stay normal float32; 2^40 for m = 0.
+__device__ __forceinline__ float row_scale(float m) {
+  const int e = int((__float_as_uint(m) >> 23) & 0xFF);
+  const int s = min(max(268 - e, 127 - 60), 127 + 40);
+  return __uint_as_float(uint32_t(s) << 23);
+}
+// The largest of a value row's magnitudes across the four lanes that hold it.
+__device__ __forceinline__ float quad_max(float m) {
+  m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+  return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
+__device__ __forceinline__ uint32_t pack_half(float x, float y) {
+  __half2 h = __floats2half2_rn(x, y);
+  return *reinterpret_cast<uint32_t*>(&h);
+}
+template <typename T>
+__device__ __forceinline__ uint4 to_half8(uint4 x, float scale) {
+  const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+  uint32_t r[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 f = Mma<T>::unpack(w[i]);
+    r[i] = pack_half(f.x * scale, f.y * scale);
+  }
+  return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+// The producer: chunk n's operands into stage n % 2. Copies (cp.async) run a chunk ahead: q, k
+// and gamma of n + 1 land in the raw tiles while n's P is built; W (fp16, in the layout prepare
+// writes for this kernel) and U0 go straight into the stage once the chain has released it.
+// Converting, lane l takes rows 2l and 2l + 1 (so K~^T's column pairs are single 4-byte stores),
+// warp w every fourth 8-column piece.
+template <typename T, int kK>
+__device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUtWorkspace& ws, unsigned char* smem) {
+  using Lay = ChainWgmmaLayout<kK>;
+  const GdnShape s = p.shape;
+  const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks;
+  const int64_t v0 = int64_t(blockIdx.x) * kChainValues, head = b * s.HV + hv, h = hv / (s.HV / s.H);
+  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31, c0 = 2 * lane;
+  const int64_t row_stride = s.H * kK;
+  const T* q_base = static_cast<const T*>(p.q) + (b * s.T * s.H + h) * kK;
+  const T* k_base = static_cast<const T*>(p.k) + (b * s.T * s.H + h) * kK;
+  __half* k_s = reinterpret_cast<__half*>(smem + Lay::kOffK);
+  T* raw_q = reinterpret_cast<T*>(smem + Lay::kOffRaw);
+  T* raw_k = raw_q + kC * Lay::kLdRaw;
+  float* raw_g = reinterpret_cast<float*>(raw_k + kC * Lay::kLdRaw);
+
+  // q, k rows (zero past the end) and gamma of chunk n into the raw tiles: one group.
+  auto issue_raw = [&](int64_t n) {
+    const int64_t t0 = n * kC;
+    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    constexpr int kPieces = kK / 8;
+#pragma unroll
+    for (int i = 0; i < kC * kPieces / kThreads; ++i) {
+      const int x = tid + i * kThreads, r = x / kPieces, c = 8 * (x % kPieces);
+      const bool in = r < L;
+      const int64_t off = in ? (t0 + r) * row_stride + c : 0;
+      tc::cp_async16(raw_q + r * Lay::kLdRaw + c, q_base + off, in);
+      tc::cp_async16(raw_k + r * Lay::kLdRaw + c, k_base + off, in);
+    }
+    if (tid < kC / 4) tc::cp_async16(raw_g + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid);
+    tc::cp_async_commit();
+  };
+  // W (fp16, 64 x K in the core layout) and U0 (64 rows x 64 columns) of chunk n into stage buf.
+  auto issue_wu = [&](int64_t n, int buf) {
+    unsigned char* st = smem + buf * Lay::kStage;
+    const int64_t chunk = head * N + n;
+    if (p.use_delta) {
+      const unsigned char* w = reinterpret_cast<const unsigned char*>(ws.W + chunk * kC * kK);
+#pragma unroll
+      for (int i = 0; i < Lay::kW / 16 / kThreads; ++i)
+        tc::cp_async16(st + Lay::kOffW + 16 * (tid + i * kThreads), w + 16 * (tid + i * kThreads));
+    }
+    const float* u = ws.U + chunk * kC * V + v0;
+#pragma unroll
+    for (int i = 0; i < kC * 16 / kThreads; ++i) {
+      const int x = tid + i * kThreads, r = x / 16, c = 4 * (x % 16);
+      tc::cp_async16(st + Lay::kOffU0 + 4 * (r * Lay::kLdU + c), u + int64_t(r) * V + c);
+    }
+    tc::cp_async_commit();
+  };
+
+  issue_raw(0);
+  for (int64_t n = 0; n < N; ++n) {
+    const int buf = int(n & 1);
+    unsigned char* st = smem + buf * Lay::kStage;
+    __half* q_s = reinterpret_cast<__half*>(st + Lay::kOffQ);
+    __half* kt_s = reinterpret_cast<__half*>(st + Lay::kOffKt);
+    __half* p_s = reinterpret_cast<__half*>(st + Lay::kOffP);
+    float* g_s = reinterpret_cast<float*>(st + Lay::kOffG);  // gamma, exp(gamma), exp(gL)
+    const int64_t t0 = n * kC;
+    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+
+    if (n >= 2) ptx::named_sync(kChainBarEmpty + buf, kChainThreads);  // the chain is done with n - 2
+    issue_wu(n, buf);
+    tc::cp_async_wait<1>();                         // this thread's raw copies of n
+    ptx::named_sync(kChainBarProducer, kThreads);  // everyone's; and every thread is done with k_s
+    const float g_last = raw_g[L - 1];
+    const float d0 = expf(g_last - raw_g[c0]), d1 = expf(g_last - raw_g[c0 + 1]);  // rows past the end: k is 0
+    if (tid < kC) {
+      g_s[tid] = raw_g[tid];
+      g_s[kC + tid] = expf(raw_g[tid]);
+    }
+    if (tid == 0) g_s[2 * kC] = expf(g_last);
+    // q, k, K~^T: 8 columns of rows c0 and c0 + 1 a piece.
+#pragma unroll
+    for (int i = 0; i < kK / 32; ++i) {
+      const int c = 8 * (warp + 4 * i);
+      uint4 k[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const uint4 q = *reinterpret_cast<const uint4*>(raw_q + (c0 + r) * Lay::kLdRaw + c);
+        k[r] = *reinterpret_cast<const uint4*>(raw_k + (c0 + r) * Lay::kLdRaw + c);
+        *reinterpret_cast<uint4*>(q_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(q, 1.f);
+        *reinterpret_cast<uint4*>(k_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(k[r], 1.f);
+      }
+      const uint32_t k0[4] = {k[0].x, k[0].y, k[0].z, k[0].w}, k1[4] = {k[1].x, k[1].y, k[1].z, k[1].w};
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float2 x0 = Mma<T>::unpack(k0[e]), x1 = Mma<T>::unpack(k1[e]);
+        *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e, c0)) = pack_half(x0.x * d0, x1.x * d1);
+        *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e + 1, c0)) = pack_half(x0.y * d0, x1.y * d1);
+      }
+    }
+    wg::fence_async_shared();
+    ptx::named_sync(kChainBarProducer, kThreads);  // q_s, k_s, gamma complete; the raw tiles free
+    const bool more = n + 1 < N;
+    if (more) issue_raw(n + 1);
+
+    // P = (Q K^T) .* exp(gamma_t - gamma_s) for s <= t, else 0: rows t of the accumulator, columns s.
+    float pacc[32];
+    wg::fence();
+#pragma unroll
+    for (int ks = 0; ks < kK / 16; ++ks)
+      wg::wgmma_ss_m64n64k16_f16(pacc, core_slice<kK>(q_s, ks), core_slice<kK>(k_s, ks), ks > 0);
+    wg::commit();
+    wg::wait<0>();
+    wg::keep_live(pacc);
+    const int g = lane >> 2, tq = (lane & 3) * 2;
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int t = 16 * warp + g + 8 * hh;
+      const float gt = g_s[t];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int sc = 8 * j + tq;
+        const float x = sc <= t ? pacc[4 * j + 2 * hh] * expf(gt - g_s[sc]) : 0.f;
+        const float y = sc + 1 <= t ? pacc[4 * j + 2 * hh + 1] * expf(gt - g_s[sc + 1]) : 0.f;
+        *reinterpret_cast<uint32_t*>(p_s + core_offset<kC>(t, sc)) = pack_half(x, y);
+      }
+    }
+    if (more) tc::cp_async_wait<1>();  // W and U0 of n (the raw copies of n + 1 may run on)
+    else tc::cp_async_wait<0>();
+    wg::fence_async_shared();
+    ptx::named_arrive(kChainBarFull + buf, kChainThreads);
+  }
+}
+
+// The chain: warps 4-7; warp w of the warpgroup holds value rows 16 w + g and 16 w + g + 8 of S^T,
+// U^T and O^T (wgmma.cuh's D layout), K / 8, 8 and 8 column tiles of them.
+template <typename T, int kK>
+__device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWorkspace& ws, unsigned char* smem) {
+  using Lay = ChainWgmmaLayout<kK>;
+  constexpr int kKs = kK / 16, kCs = kC / 16;
+  const GdnShape s = p.shape;
+  const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks;
+  const int64_t v0 = int64_t(blockIdx.x) * kChainValues, head = b * s.HV + hv;
+  const int tid = int(threadIdx.x) - kThreads, warp = tid >> 5, lane = tid & 31;
+  const int g = lane >> 2, tq = (lane & 3) * 2, vr[2] = {16 * warp + g, 16 * warp + g + 8};
+
+  float S[kK / 2];  // S^T (vr[hh], 8 j + tq + e) at S[4 j + 2 hh + e]
+  {
+    const float* enter = p.h0 ? p.h0 + head * kK * V + v0 : nullptr;
+#pragma unroll
+    for (int j = 0; j < kK / 8; ++j)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          S[4 * j + 2 * hh + e] = enter ? enter[int64_t(8 * j + tq + e) * V + vr[hh]] : 0.f;
+  }
+
+  for (int64_t n = 0; n < N; ++n) {
+    const int buf = int(n & 1);
+    const unsigned char* st = smem + buf * Lay::kStage;
+    const __half* q_s = reinterpret_cast<const __half*>(st + Lay::kOffQ);
+    const __half* w_s = reinterpret_cast<const __half*>(st + Lay::kOffW);
+    const __half* kt_s = reinterpret_cast<const __half*>(st + Lay::kOffKt);
+    const __half* p_s = reinterpret_cast<const __half*>(st + Lay::kOffP);
+    const float* u0_s = reinterpret_cast<const float*>(st + Lay::kOffU0);
+    const float* g_s = reinterpret_cast<const float*>(st + Lay::kOffG);
+    const int64_t t0 = n * kC;
+    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+
+    // Row scales of S0^T (sig) and its fp16 A operand, before the wait: S is this thread's own.
+    float sig[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float m = 0.f;
+#pragma unroll
+      for (int j = 0; j < kK / 8; ++j) m = fmaxf(m, fmaxf(fabsf(S[4 * j + 2 * hh]), fabsf(S[4 * j + 2 * hh + 1])));
+      sig[hh] = row_scale(quad_max(m));
+    }
+    uint32_t sa[kKs][4];
+#pragma unroll
+    for (int ks = 0; ks < kKs; ++ks)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float* x = S + 8 * ks + 4 * (i >> 1) + 2 * (i & 1);
+        sa[ks][i] = pack_half(x[0] * sig[i & 1], x[1] * sig[i & 1]);
+      }
+    ptx::named_sync(kChainBarFull + buf, kChainThreads);  // chunk n's operands are in the stage
+
+    // U^T = sig (U0^T - S0^T W^T), O^T = sig S0^T Q^T.
+    float u[32], o[32];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        u[4 * j + 2 * hh] = u0_s[(8 * j + tq) * Lay::kLdU + vr[hh]] * sig[hh];
+        u[4 * j + 2 * hh + 1] = u0_s[(8 * j + tq + 1) * Lay::kLdU + vr[hh]] * sig[hh];
+      }
+    wg::fence();
+    if (p.use_delta)
+#pragma unroll
+      for (int ks = 0; ks < kKs; ++ks) wg::wgmma_rs_m64n64k16_f16<-1>(u, sa[ks], core_slice<kK>(w_s, ks), true);
+    wg::commit();
+#pragma unroll
+    for (int ks = 0; ks < kKs; ++ks) wg::wgmma_rs_m64n64k16_f16<1>(o, sa[ks], core_slice<kK>(q_s, ks), ks > 0);
+    wg::commit();
+    wg::wait<1>();
+    wg::keep_live(u);
+
+    // U's row scales relative to sig (tau), its fp16 operand; S0 scaled for the update.
+    float tau[2], inv[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      float m = 0.f;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) m = fmaxf(m, fmaxf(fabsf(u[4 * j + 2 * hh]), fabsf(u[4 * j + 2 * hh + 1])));
+      tau[hh] = row_scale(quad_max(m));
+      inv[hh] = 1.f / (sig[hh] * tau[hh]);  // exact: a power of two
+    }
+    uint32_t ua[kCs][4];
+#pragma unroll
+    for (int ks = 0; ks < kCs; ++ks)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float* x = u + 8 * ks + 4 * (i >> 1) + 2 * (i & 1);
+        ua[ks][i] = pack_half(x[0] * tau[i & 1], x[1] * tau[i & 1]);
+      }
+    const float e_last = g_s[2 * kC];
+    const float f[2] = {e_last * sig[0] * tau[0], e_last * sig[1] * tau[1]};
+#pragma unroll
+    for (int j = 0; j < kK / 8; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) S[4 * j + i] *= f[i >> 1];
+    // S^T = (sig tau) (exp(gL) S0^T + U^T K~).
+    wg::fence();
+#pragma unroll
+    for (int ks = 0; ks < kCs; ++ks) {
+      if constexpr (kK == 128) wg::wgmma_rs_m64n128k16_f16<1>(S, ua[ks], core_slice<kC>(kt_s + 0, ks), true);
+      else wg::wgmma_rs_m64n64k16_f16<1>(S, ua[ks], core_slice<kC>(kt_s, ks), true);
+    }
+    wg::commit();
+    wg::wait<1>();  // O^T = sig S0^T Q^T has completed
+    wg::keep_live(o);
+    wg::keep_live(sa);
+    // O^T = (sig tau) (diag(exp(gamma)) S0^T Q^T + U^T P^T), columns t.
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const float eg = g_s[kC + 8 * j + tq + e];
+        o[4 * j + e] *= tau[0] * eg;
+        o[4 * j + 2 + e] *= tau[1] * eg;
+      }
+    wg::fence();
+#pragma unroll
+    for (int ks = 0; ks < kCs; ++ks) wg::wgmma_rs_m64n64k16_f16<1>(o, ua[ks], core_slice<kC>(p_s, ks), true);
+    wg::commit();
+    wg::wait<1>();
+    wg::keep_live(S);
+#pragma unroll
+    for (int j = 0; j < kK / 8; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) S[4 * j + i] *= inv[i >> 1];
+    wg::wait<0>();
+    wg::keep_live(o);
+    wg::keep_live(ua);
+    if (n + 2 < N) ptx::named_arrive(kChainBarEmpty + buf, kChainThreads);
+
+    T* o_base = static_cast<T*>(p.o) + (b * s.T * s.HV + hv) * V + v0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int t = 8 * j + tq + e;
+        if (t >= L) continue;
+        T* row = o_base + (t0 + t) * s.HV * V;
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) row[vr[hh]] = T(o[4 * j + 2 * hh + e] * p.scale * inv[hh]);
+      }
+  }
+
+  if (float* end = p.hT ? p.hT + head * kK * V + v0 : nullptr) {
+#pragma unroll
+    for (int j = 0; j < kK / 8; ++j)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) end[int64_t(8 * j + tq + e) * V + vr[hh]] = S[4 * j + 2 * hh + e];
+  }
+}
+
+template <typename T, int kK>
+__global__ void __launch_bounds__(kChainThreads, 1)
+gdn_wy_ut_chain_wgmma_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (threadIdx.x < kThreads) chain_producer<T, kK>(p, ws, smem);
+  else chain_state<T, kK>(p, ws, smem);
+#else
+  __trap();  // wgmma needs sm_90a: the plan never picks this kernel elsewhere
+#endif
+}
+
+}  // namespace
