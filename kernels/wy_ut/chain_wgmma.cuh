@@ -46,21 +46,31 @@ namespace {
 
 constexpr int kChainThreads = 2 * kThreads;  // the producer's warpgroup, then the chain's
 constexpr int kChainValues = 64;             // value columns a block: the M of every chain product
-constexpr int kChainBarFull = 1, kChainBarEmpty = 3, kChainBarProducer = 5;
+constexpr int kChainStages = 3;
+constexpr int kChainBarFull = 1, kChainBarEmpty = 1 + kChainStages, kChainBarProducer = 1 + 2 * kChainStages;
+
+// The chain's fp16 operands of one chunk, as the operands kernel writes them to the workspace and
+// the chain kernel copies them, byte for byte, into a stage: W and q in W's float32 part of the
+// chunk (prepare writes W there), K~^T and P in the part of the entering states (not written by
+// this plan: K V x 4 bytes a chunk hold K x 64 x 2 + 64 x 64 x 2 for K <= 2V, V >= 64).
+template <int kK>
+struct ChainOperands {
+  static constexpr int kW = kC * kK * 2, kQ = kC * kK * 2, kKt = kK * kC * 2, kP = kC * kC * 2;
+  static constexpr int kOffW = 0, kOffQ = kW;  // in the chunk's W part
+  static constexpr int kOffKt = 0, kOffP = kKt, kStatesPart = kKt + kP;  // in the states part
+};
 
 template <int kK>
 struct ChainWgmmaLayout {
+  using Ops = ChainOperands<kK>;
   // U0 rows (floats): the chain's reads of (8 j + tq, 16 w + g) fall in 32 distinct banks.
   static constexpr int kLdU = kChainValues + 4;
-  static constexpr int kLdRaw = kK + 8;  // raw q, k rows (elements)
-  static constexpr int kQ = kC * kK * 2, kW = kC * kK * 2, kKt = kK * kC * 2, kP = kC * kC * 2;
   static constexpr int kU0 = kC * kLdU * 4, kG = (2 * kC + 4) * 4;
-  static constexpr int kOffQ = 0, kOffW = kOffQ + kQ, kOffKt = kOffW + kW, kOffP = kOffKt + kKt;
-  static constexpr int kOffU0 = kOffP + kP, kOffG = kOffU0 + kU0;
+  // A stage: W, q, K~^T, P (the workspace's two parts in order), U0, gamma | exp(gamma) | exp(gL).
+  static constexpr int kOffW = 0, kOffQ = Ops::kW, kOffKt = kOffQ + Ops::kQ, kOffP = kOffKt + Ops::kKt;
+  static constexpr int kOffU0 = kOffP + Ops::kP, kOffG = kOffU0 + kU0;
   static constexpr int kStage = (kOffG + kG + 127) / 128 * 128;
-  static constexpr int kOffK = 2 * kStage;         // the producer's k, for P
-  static constexpr int kOffRaw = kOffK + kC * kK * 2;  // raw q, k (input dtype) and gamma of the next chunk
-  static constexpr int kBytes = kOffRaw + 2 * kC * kLdRaw * 2 + kC * 4;
+  static constexpr int kBytes = kChainStages * kStage;
   static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
@@ -104,135 +114,142 @@ __device__ __forceinline__ uint4 to_half8(uint4 x, float scale) {
   return make_uint4(r[0], r[1], r[2], r[3]);
 }
 
-// The producer: chunk n's operands into stage n % 2. Copies (cp.async) run a chunk ahead: q, k
-// and gamma of n + 1 land in the raw tiles while n's P is built; W (fp16, in the layout prepare
-// writes for this kernel) and U0 go straight into the stage once the chain has released it.
-// Converting, lane l takes rows 2l and 2l + 1 (so K~^T's column pairs are single 4-byte stores),
-// warp w every fourth 8-column piece.
+// The operands of one chunk (grid N x HV x B, one warpgroup), in parallel before the chain: q and
+// K~^T = (K .* exp(gL - gamma))^T converted to fp16, P = (Q K^T) .* exp(gamma_t - gamma_s) for s <= t
+// (else 0) by wgmma; built in shared memory, then written out whole. Lane l converts rows 2l and
+// 2l + 1 (so K~^T's column pairs are single 4-byte stores), warp w every fourth 8-column piece.
+template <typename T, int kK>
+__global__ void __launch_bounds__(kThreads)
+gdn_wy_ut_chain_operands_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using Ops = ChainOperands<kK>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  __half* q_s = reinterpret_cast<__half*>(smem);
+  __half* kt_s = reinterpret_cast<__half*>(smem + Ops::kQ);
+  __half* p_s = reinterpret_cast<__half*>(smem + Ops::kQ + Ops::kKt);
+  __half* k_s = reinterpret_cast<__half*>(smem + Ops::kQ + Ops::kKt + Ops::kP);
+  float* g_s = reinterpret_cast<float*>(smem + Ops::kQ + Ops::kKt + Ops::kP + Ops::kQ);
+  const GdnShape s = p.shape;
+  const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks, h = hv / (s.HV / s.H);
+  const int64_t t0 = n * kC, chunk = (b * s.HV + hv) * N + n, row_stride = s.H * kK;
+  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31, c0 = 2 * lane;
+  const T* q_base = static_cast<const T*>(p.q) + ((b * s.T + t0) * s.H + h) * kK;
+  const T* k_base = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
+  const float* gamma = ws.gamma + chunk * kC;
+  if (tid < kC) g_s[tid] = gamma[tid];
+  const float g_last = gamma[L - 1];
+  const float d0 = expf(g_last - gamma[c0]), d1 = expf(g_last - gamma[c0 + 1]);  // rows past the end: k is 0
+#pragma unroll
+  for (int i = 0; i < kK / 32; ++i) {
+    const int c = 8 * (warp + 4 * i);
+    uint4 k[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const bool in = c0 + r < L;
+      const int64_t off = (c0 + r) * row_stride + c;
+      const uint4 q = in ? *reinterpret_cast<const uint4*>(q_base + off) : make_uint4(0, 0, 0, 0);
+      k[r] = in ? *reinterpret_cast<const uint4*>(k_base + off) : make_uint4(0, 0, 0, 0);
+      *reinterpret_cast<uint4*>(q_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(q, 1.f);
+      *reinterpret_cast<uint4*>(k_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(k[r], 1.f);
+    }
+    const uint32_t k0[4] = {k[0].x, k[0].y, k[0].z, k[0].w}, k1[4] = {k[1].x, k[1].y, k[1].z, k[1].w};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 x0 = Mma<T>::unpack(k0[e]), x1 = Mma<T>::unpack(k1[e]);
+      *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e, c0)) = pack_half(x0.x * d0, x1.x * d1);
+      *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e + 1, c0)) = pack_half(x0.y * d0, x1.y * d1);
+    }
+  }
+  wg::fence_async_shared();
+  __syncthreads();
+
+  float pacc[32];
+  wg::fence();
+#pragma unroll
+  for (int ks = 0; ks < kK / 16; ++ks)
+    wg::wgmma_ss_m64n64k16_f16(pacc, core_slice<kK>(q_s, ks), core_slice<kK>(k_s, ks), ks > 0);
+  wg::commit();
+  wg::wait<0>();
+  wg::keep_live(pacc);
+  const int g = lane >> 2, tq = (lane & 3) * 2;
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int t = 16 * warp + g + 8 * hh;
+    const float gt = g_s[t];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int sc = 8 * j + tq;
+      const float x = sc <= t ? pacc[4 * j + 2 * hh] * expf(gt - g_s[sc]) : 0.f;
+      const float y = sc + 1 <= t ? pacc[4 * j + 2 * hh + 1] * expf(gt - g_s[sc + 1]) : 0.f;
+      *reinterpret_cast<uint32_t*>(p_s + core_offset<kC>(t, sc)) = pack_half(x, y);
+    }
+  }
+  __syncthreads();
+  // q after W in the chunk's W part; K~^T then P in its states part: 16-byte pieces in order.
+  uint4* q_out = reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(ws.W + chunk * kC * kK) + Ops::kOffQ);
+  uint4* kp_out = reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(ws.states) + chunk * Ops::kStatesPart);
+  const uint4* q_in = reinterpret_cast<const uint4*>(q_s);
+  const uint4* kp_in = reinterpret_cast<const uint4*>(kt_s);
+  for (int i = tid; i < Ops::kQ / 16; i += kThreads) q_out[i] = q_in[i];
+  for (int i = tid; i < Ops::kStatesPart / 16; i += kThreads) kp_out[i] = kp_in[i];
+#else
+  __trap();  // wgmma needs sm_90a: the plan never picks this kernel elsewhere
+#endif
+}
+
+// The chain kernel's producer (warps 0-3): copies only. Chunk n's operands (the workspace's W and
+// q, K~^T and P, U0's 64 columns, gamma) into stage n % 3 once the chain has released it, then
+// publishes chunk n - 1 (its copies landed a chunk earlier) with exp(gamma) and exp(gL).
 template <typename T, int kK>
 __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUtWorkspace& ws, unsigned char* smem) {
   using Lay = ChainWgmmaLayout<kK>;
+  using Ops = ChainOperands<kK>;
   const GdnShape s = p.shape;
   const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks;
-  const int64_t v0 = int64_t(blockIdx.x) * kChainValues, head = b * s.HV + hv, h = hv / (s.HV / s.H);
-  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31, c0 = 2 * lane;
-  const int64_t row_stride = s.H * kK;
-  const T* q_base = static_cast<const T*>(p.q) + (b * s.T * s.H + h) * kK;
-  const T* k_base = static_cast<const T*>(p.k) + (b * s.T * s.H + h) * kK;
-  __half* k_s = reinterpret_cast<__half*>(smem + Lay::kOffK);
-  T* raw_q = reinterpret_cast<T*>(smem + Lay::kOffRaw);
-  T* raw_k = raw_q + kC * Lay::kLdRaw;
-  float* raw_g = reinterpret_cast<float*>(raw_k + kC * Lay::kLdRaw);
+  const int64_t v0 = int64_t(blockIdx.x) * kChainValues, head = b * s.HV + hv;
+  const int tid = int(threadIdx.x);
 
-  // q, k rows (zero past the end) and gamma of chunk n into the raw tiles: one group.
-  auto issue_raw = [&](int64_t n) {
-    const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-    constexpr int kPieces = kK / 8;
-#pragma unroll
-    for (int i = 0; i < kC * kPieces / kThreads; ++i) {
-      const int x = tid + i * kThreads, r = x / kPieces, c = 8 * (x % kPieces);
-      const bool in = r < L;
-      const int64_t off = in ? (t0 + r) * row_stride + c : 0;
-      tc::cp_async16(raw_q + r * Lay::kLdRaw + c, q_base + off, in);
-      tc::cp_async16(raw_k + r * Lay::kLdRaw + c, k_base + off, in);
-    }
-    if (tid < kC / 4) tc::cp_async16(raw_g + 4 * tid, ws.gamma + (head * N + n) * kC + 4 * tid);
-    tc::cp_async_commit();
-  };
-  // W (fp16, 64 x K in the core layout) and U0 (64 rows x 64 columns) of chunk n into stage buf.
-  auto issue_wu = [&](int64_t n, int buf) {
-    unsigned char* st = smem + buf * Lay::kStage;
+  auto issue = [&](int64_t n) {
+    unsigned char* st = smem + int(n % kChainStages) * Lay::kStage;
     const int64_t chunk = head * N + n;
-    if (p.use_delta) {
-      const unsigned char* w = reinterpret_cast<const unsigned char*>(ws.W + chunk * kC * kK);
+    const unsigned char* wq = reinterpret_cast<const unsigned char*>(ws.W + chunk * kC * kK);
+    const unsigned char* kp = reinterpret_cast<const unsigned char*>(ws.states) + chunk * Ops::kStatesPart;
+    // W only with the delta term (prepare writes no W without it).
+    for (int i = tid + (p.use_delta ? 0 : Ops::kW / 16); i < (Ops::kW + Ops::kQ) / 16; i += kThreads)
+      tc::cp_async16(st + Lay::kOffW + 16 * i, wq + 16 * i);
 #pragma unroll
-      for (int i = 0; i < Lay::kW / 16 / kThreads; ++i)
-        tc::cp_async16(st + Lay::kOffW + 16 * (tid + i * kThreads), w + 16 * (tid + i * kThreads));
-    }
+    for (int i = tid; i < Ops::kStatesPart / 16; i += kThreads) tc::cp_async16(st + Lay::kOffKt + 16 * i, kp + 16 * i);
     const float* u = ws.U + chunk * kC * V + v0;
 #pragma unroll
     for (int i = 0; i < kC * 16 / kThreads; ++i) {
       const int x = tid + i * kThreads, r = x / 16, c = 4 * (x % 16);
       tc::cp_async16(st + Lay::kOffU0 + 4 * (r * Lay::kLdU + c), u + int64_t(r) * V + c);
     }
+    if (tid < kC / 4) tc::cp_async16(st + Lay::kOffG + 16 * tid, ws.gamma + chunk * kC + 4 * tid);
     tc::cp_async_commit();
   };
-
-  issue_raw(0);
-  for (int64_t n = 0; n < N; ++n) {
-    const int buf = int(n & 1);
-    unsigned char* st = smem + buf * Lay::kStage;
-    __half* q_s = reinterpret_cast<__half*>(st + Lay::kOffQ);
-    __half* kt_s = reinterpret_cast<__half*>(st + Lay::kOffKt);
-    __half* p_s = reinterpret_cast<__half*>(st + Lay::kOffP);
-    float* g_s = reinterpret_cast<float*>(st + Lay::kOffG);  // gamma, exp(gamma), exp(gL)
-    const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
-
-    if (n >= 2) ptx::named_sync(kChainBarEmpty + buf, kChainThreads);  // the chain is done with n - 2
-    issue_wu(n, buf);
-    tc::cp_async_wait<1>();                         // this thread's raw copies of n
-    ptx::named_sync(kChainBarProducer, kThreads);  // everyone's; and every thread is done with k_s
-    const float g_last = raw_g[L - 1];
-    const float d0 = expf(g_last - raw_g[c0]), d1 = expf(g_last - raw_g[c0 + 1]);  // rows past the end: k is 0
-    if (tid < kC) {
-      g_s[tid] = raw_g[tid];
-      g_s[kC + tid] = expf(raw_g[tid]);
-    }
-    if (tid == 0) g_s[2 * kC] = expf(g_last);
-    // q, k, K~^T: 8 columns of rows c0 and c0 + 1 a piece.
-#pragma unroll
-    for (int i = 0; i < kK / 32; ++i) {
-      const int c = 8 * (warp + 4 * i);
-      uint4 k[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const uint4 q = *reinterpret_cast<const uint4*>(raw_q + (c0 + r) * Lay::kLdRaw + c);
-        k[r] = *reinterpret_cast<const uint4*>(raw_k + (c0 + r) * Lay::kLdRaw + c);
-        *reinterpret_cast<uint4*>(q_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(q, 1.f);
-        *reinterpret_cast<uint4*>(k_s + core_offset<kK>(c0 + r, c)) = to_half8<T>(k[r], 1.f);
-      }
-      const uint32_t k0[4] = {k[0].x, k[0].y, k[0].z, k[0].w}, k1[4] = {k[1].x, k[1].y, k[1].z, k[1].w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 x0 = Mma<T>::unpack(k0[e]), x1 = Mma<T>::unpack(k1[e]);
-        *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e, c0)) = pack_half(x0.x * d0, x1.x * d1);
-        *reinterpret_cast<uint32_t*>(kt_s + core_offset<kC>(c + 2 * e + 1, c0)) = pack_half(x0.y * d0, x1.y * d1);
-      }
-    }
-    wg::fence_async_shared();
-    ptx::named_sync(kChainBarProducer, kThreads);  // q_s, k_s, gamma complete; the raw tiles free
-    const bool more = n + 1 < N;
-    if (more) issue_raw(n + 1);
-
-    // P = (Q K^T) .* exp(gamma_t - gamma_s) for s <= t, else 0: rows t of the accumulator, columns s.
-    float pacc[32];
-    wg::fence();
-#pragma unroll
-    for (int ks = 0; ks < kK / 16; ++ks)
-      wg::wgmma_ss_m64n64k16_f16(pacc, core_slice<kK>(q_s, ks), core_slice<kK>(k_s, ks), ks > 0);
-    wg::commit();
-    wg::wait<0>();
-    wg::keep_live(pacc);
-    const int g = lane >> 2, tq = (lane & 3) * 2;
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int t = 16 * warp + g + 8 * hh;
-      const float gt = g_s[t];
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int sc = 8 * j + tq;
-        const float x = sc <= t ? pacc[4 * j + 2 * hh] * expf(gt - g_s[sc]) : 0.f;
-        const float y = sc + 1 <= t ? pacc[4 * j + 2 * hh + 1] * expf(gt - g_s[sc + 1]) : 0.f;
-        *reinterpret_cast<uint32_t*>(p_s + core_offset<kC>(t, sc)) = pack_half(x, y);
-      }
-    }
-    if (more) tc::cp_async_wait<1>();  // W and U0 of n (the raw copies of n + 1 may run on)
-    else tc::cp_async_wait<0>();
+  auto publish = [&](int64_t n) {
+    const int buf = int(n % kChainStages);
+    float* g_s = reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG);
+    ptx::named_sync(kChainBarProducer, kThreads);  // every producer thread's copies of n landed
+    const int L = int(s.T - n * kC < kC ? s.T - n * kC : kC);
+    if (tid < kC) g_s[kC + tid] = expf(g_s[tid]);
+    if (tid == 0) g_s[2 * kC] = expf(g_s[L - 1]);
     wg::fence_async_shared();
     ptx::named_arrive(kChainBarFull + buf, kChainThreads);
+  };
+
+  for (int64_t n = 0; n < N; ++n) {
+    if (n >= kChainStages) ptx::named_sync(kChainBarEmpty + int(n % kChainStages), kChainThreads);
+    issue(n);
+    if (n >= 1) {
+      tc::cp_async_wait<1>();  // this thread's copies of n - 1
+      publish(n - 1);
+    }
   }
+  tc::cp_async_wait<0>();
+  publish(N - 1);
 }
 
 // The chain: warps 4-7; warp w of the warpgroup holds value rows 16 w + g and 16 w + g + 8 of S^T,
@@ -260,7 +277,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
   }
 
   for (int64_t n = 0; n < N; ++n) {
-    const int buf = int(n & 1);
+    const int buf = int(n % kChainStages);
     const unsigned char* st = smem + buf * Lay::kStage;
     const __half* q_s = reinterpret_cast<const __half*>(st + Lay::kOffQ);
     const __half* w_s = reinterpret_cast<const __half*>(st + Lay::kOffW);
@@ -367,7 +384,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     wg::wait<0>();
     wg::keep_live(o);
     wg::keep_live(ua);
-    if (n + 2 < N) ptx::named_arrive(kChainBarEmpty + buf, kChainThreads);
+    if (n + kChainStages < N) ptx::named_arrive(kChainBarEmpty + buf, kChainThreads);
 
     T* o_base = static_cast<T*>(p.o) + (b * s.T * s.HV + hv) * V + v0;
 #pragma unroll

@@ -447,6 +447,13 @@ int launch_gdn_wy_ut_scan_output(const GdnParams& p, const GdnWyUtWorkspace& ws,
 namespace {
 template <typename T, int kK>
 cudaError_t chain_wgmma_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
+  using Ops = ChainOperands<kK>;
+  const auto operands = gdn_wy_ut_chain_operands_kernel<T, kK>;
+  const int operand_bytes = Ops::kQ + Ops::kKt + Ops::kP + Ops::kQ + kC * 4;
+  if (const cudaError_t e = allow_smem(operands, operand_bytes)) return e;
+  operands<<<dim3(unsigned(ws.num_chunks), unsigned(p.shape.HV), unsigned(p.shape.B)), kThreads, operand_bytes,
+             stream>>>(p, ws);
+  if (const cudaError_t e = cudaGetLastError()) return e;
   const auto kernel = gdn_wy_ut_chain_wgmma_kernel<T, kK>;
   const int bytes = ChainWgmmaLayout<kK>::kBytes;
   if (const cudaError_t e = allow_smem(kernel, bytes)) return e;
