@@ -1,33 +1,39 @@
-// wy_ut stages 2 and 3 on Hopper's warpgroup products (sm_90a): the state scan and the output in
-// one kernel per (b, hv, 64 value columns), sequential over the chunks, two warpgroups:
-//   the producer (warps 0-3) turns chunk n + 1's inputs into the chain's fp16 operands while the
-//     chain runs chunk n: q and W (prepare's float32) as they are, K~ = K .* exp(gL - gamma)
-//     transposed, U0 transposed in float32, and P = (Q K^T) .* D .* causal by its own wgmma;
-//   the chain (warps 4-7) holds the transposed state S^T (64 value rows x K) in float32 registers
-//     and per chunk runs, each a wgmma whose A operand is registers:
-//       U^T = U0^T - S0^T W^T            (64 x 64, k = K)
-//       O^T = S0^T Q^T                   (64 x 64, k = K, beside the next)
-//       S^T = exp(gL) S0^T + U^T K~      (64 x K, k = 64)
-//       O^T = diag(exp(gamma)) O^T + U^T P^T   (k = 64)
-//     then o = scale O (rows past the sequence end not stored).
+// wy_ut stages 2 and 3 on Hopper's warpgroup products (sm_90a), after prepare, in two launches:
+//   the operands kernel, per (b, hv, chunk) in parallel: the chain's fp16 operands q,
+//     K~^T = (K .* exp(gL - gamma))^T and P = (Q K^T) .* D .* causal (its own wgmma) into the
+//     workspace, beside prepare's W (fp16 in the same core layout for this plan), and exp(gamma)
+//     over gamma in place (the chain's only use of it);
+//   the chain kernel, per (b, hv, 64 value columns), sequential over the chunks, two warpgroups:
+//     the producer (warps 0-3) only copies (cp.async) each chunk's operands and U0 into a stage a
+//       chunk ahead, and stores each chunk's o as whole rows once the chain has left it there;
+//     the chain (warps 4-7) holds the transposed state S^T (64 value rows x K) in float32 registers
+//       and per chunk runs, each a wgmma whose A operand is registers:
+//         U^T = U0^T - S0^T W^T            (64 x 64, k = K)
+//         O^T = S0^T Q^T                   (64 x 64, k = K, beside the next)
+//         S^T = exp(gL) S0^T + U^T K~      (64 x K, k = 64)
+//         O^T = diag(exp(gamma)) O^T + U^T P^T   (k = 64)
+//       then o = scale O into the stage (stmatrix, transposed), rows past the sequence end never
+//       stored.
 // Why: the three-kernel scan hands S0 and U between warps through shared hi/lo planes and spends
 // ~2.5 us a chunk in barriers and shared-memory round trips (docs/kernels/wy_ut.md). Here the
 // chain's only hand-offs are register conversions: an accumulator's columns, converted in pairs,
 // are the next product's A operand, so S and U never leave the chain's registers, and its products
-// run on all four tensor cores of the SM at once.
+// run on all four tensor cores of the SM at once. The operands are built apart because building
+// them beside the chain made one producer warp a scheduler the bound (docs/log/runs-112-.md, runs
+// 130-132), and they depend on no state.
 // Precision: every operand is fp16 (11 significant bits, 3 more than bf16 at the same rate). The
 // two that are not bounded by the inputs, S0 and U, are scaled per value row by a power of two
 // that puts the row's largest magnitude in [2^14, 2^15) (exact: the accumulators are unscaled by
 // the inverse power), so their range is float32's; q, K~, W and P are bounded by |q| |k| and are
 // taken as they are (|x| < 65504 is required of them, as of the fp16 splits of the other
 // kernels). bf16 inputs convert to fp16 exactly within that range.
-// Hand-offs: named barriers, one pair per stage (chunk n in stage n % 2): full (producer ->
-// chain, the stage's operands are written and fenced for the async proxy) and empty (chain ->
-// producer, every product reading the stage has completed; only for n + 2 < N, so each side
-// arrives as often as the other waits).
-// Budget at K = 128 (K = 64): a stage holds q, W (64 x K fp16 each), K~^T (K x 64 fp16), P (64 x 64
-// fp16), U0^T (64 x 68 float32), gamma and exp(gamma) (2 x 64 float32) + exp(gL): 74.5 KiB (50.5);
-// two stages and k (64 x K fp16, the producer's own): 165 KiB (109): one block per SM.
+// Hand-offs (named barriers, one id a stage each; chunk n in stage n % stages): full (producer ->
+// chain: the stage's copies landed and are fenced for the async proxy), empty (chain -> producer:
+// every product reading the stage has completed; only for n + stages < N, so each side arrives as
+// often as the other waits) and out (chain -> producer: the stage's o rows are written).
+// Budget at K = 128 (K = 64): a stage holds W, q (64 x K fp16 each), K~^T (K x 64 fp16), P (64 x 64
+// fp16), U0 (64 x 68 float32), exp(gamma) (64 floats), o (64 x 72 16-bit):
+// 82.3 KiB (58.3): two stages, 165 KiB (three, 175 KiB): one block per SM.
 // Registers (K = 128): the chain's S^T 64, its fp16 A operand 32, U^T 32 and its operand 16, O^T
 // 32; 256 threads at one block per SM allow 255 each.
 // Included only by wy_ut/launch.cu: wy_ut and fused_conv are one translation unit, the kernels and
@@ -46,8 +52,10 @@ namespace {
 
 constexpr int kChainThreads = 2 * kThreads;  // the producer's warpgroup, then the chain's
 constexpr int kChainValues = 64;             // value columns a block: the M of every chain product
-constexpr int kChainStages = 3;
-constexpr int kChainBarFull = 1, kChainBarEmpty = 1 + kChainStages, kChainBarProducer = 1 + 2 * kChainStages;
+constexpr int kChainMaxStages = 3;
+// Named barriers, one id a stage for each hand-off.
+constexpr int kChainBarFull = 1, kChainBarEmpty = 1 + kChainMaxStages, kChainBarOut = 1 + 2 * kChainMaxStages,
+              kChainBarProducer = 1 + 3 * kChainMaxStages;
 
 // The chain's fp16 operands of one chunk, as the operands kernel writes them to the workspace and
 // the chain kernel copies them, byte for byte, into a stage: W and q in W's float32 part of the
@@ -65,12 +73,15 @@ struct ChainWgmmaLayout {
   using Ops = ChainOperands<kK>;
   // U0 rows (floats): the chain's reads of (8 j + tq, 16 w + g) fall in 32 distinct banks.
   static constexpr int kLdU = kChainValues + 4;
-  static constexpr int kU0 = kC * kLdU * 4, kG = (2 * kC + 4) * 4;
-  // A stage: W, q, K~^T, P (the workspace's two parts in order), U0, gamma | exp(gamma) | exp(gL).
+  static constexpr int kLdO = kChainValues + 8;  // o rows (16-bit): stmatrix rows 16 bytes a bank group apart
+  static constexpr int kU0 = kC * kLdU * 4, kG = kC * 4, kO = kC * kLdO * 2;
+  // A stage: W, q, K~^T, P (the workspace's two parts in order), U0, exp(gamma),
+  // and the chunk's o for the producer to store.
   static constexpr int kOffW = 0, kOffQ = Ops::kW, kOffKt = kOffQ + Ops::kQ, kOffP = kOffKt + Ops::kKt;
-  static constexpr int kOffU0 = kOffP + Ops::kP, kOffG = kOffU0 + kU0;
-  static constexpr int kStage = (kOffG + kG + 127) / 128 * 128;
-  static constexpr int kBytes = kChainStages * kStage;
+  static constexpr int kOffU0 = kOffP + Ops::kP, kOffG = kOffU0 + kU0, kOffO = kOffG + kG;
+  static constexpr int kStage = (kOffO + kO + 127) / 128 * 128;
+  static constexpr int kStages = 3 * kStage <= 227 * 1024 ? 3 : 2;  // 2 at K = 128, 3 at K = 64
+  static constexpr int kBytes = kStages * kStage;
   static_assert(kBytes <= 227 * 1024, "past the shared memory one block may have");
 };
 
@@ -97,6 +108,14 @@ __device__ __forceinline__ float row_scale(float m) {
 __device__ __forceinline__ float quad_max(float m) {
   m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
   return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+}
+// Four 8 x 8 16-bit tiles from mma fragments (r[i]: row g, columns 2 (lane % 4) .. of tile i) to
+// shared memory transposed: lane 8 i + k gives the address of row k of tile i's transpose.
+__device__ __forceinline__ void stmatrix_x4_trans(void* row, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                   uint32_t(__cvta_generic_to_shared(row))),
+               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
 }
 __device__ __forceinline__ uint32_t pack_half(float x, float y) {
   __half2 h = __floats2half2_rn(x, y);
@@ -193,14 +212,18 @@ gdn_wy_ut_chain_operands_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   const uint4* kp_in = reinterpret_cast<const uint4*>(kt_s);
   for (int i = tid; i < Ops::kQ / 16; i += kThreads) q_out[i] = q_in[i];
   for (int i = tid; i < Ops::kStatesPart / 16; i += kThreads) kp_out[i] = kp_in[i];
+  // exp(gamma) over this chunk's gamma (every read of it is behind the barrier above): the chain
+  // takes exp(gamma_t) and exp(gL) = exp(gamma_{L-1}) as they are, its producer only copies.
+  if (tid < kC) ws.gamma[chunk * kC + tid] = expf(g_s[tid]);
 #else
   __trap();  // wgmma needs sm_90a: the plan never picks this kernel elsewhere
 #endif
 }
 
 // The chain kernel's producer (warps 0-3): copies only. Chunk n's operands (the workspace's W and
-// q, K~^T and P, U0's 64 columns, gamma) into stage n % 3 once the chain has released it, then
-// publishes chunk n - 1 (its copies landed a chunk earlier) with exp(gamma) and exp(gL).
+// q, K~^T and P, U0's 64 columns, gamma) into its stage once the chain has released it; then it
+// publishes chunk n - 1 (its copies landed a chunk earlier), and
+// stores chunk n - 2's o, which the chain left in its stage, as whole rows.
 template <typename T, int kK>
 __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUtWorkspace& ws, unsigned char* smem) {
   using Lay = ChainWgmmaLayout<kK>;
@@ -211,7 +234,7 @@ __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUt
   const int tid = int(threadIdx.x);
 
   auto issue = [&](int64_t n) {
-    unsigned char* st = smem + int(n % kChainStages) * Lay::kStage;
+    unsigned char* st = smem + int(n % Lay::kStages) * Lay::kStage;
     const int64_t chunk = head * N + n;
     const unsigned char* wq = reinterpret_cast<const unsigned char*>(ws.W + chunk * kC * kK);
     const unsigned char* kp = reinterpret_cast<const unsigned char*>(ws.states) + chunk * Ops::kStatesPart;
@@ -230,26 +253,39 @@ __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUt
     tc::cp_async_commit();
   };
   auto publish = [&](int64_t n) {
-    const int buf = int(n % kChainStages);
-    float* g_s = reinterpret_cast<float*>(smem + buf * Lay::kStage + Lay::kOffG);
+    const int buf = int(n % Lay::kStages);
     ptx::named_sync(kChainBarProducer, kThreads);  // every producer thread's copies of n landed
-    const int L = int(s.T - n * kC < kC ? s.T - n * kC : kC);
-    if (tid < kC) g_s[kC + tid] = expf(g_s[tid]);
-    if (tid == 0) g_s[2 * kC] = expf(g_s[L - 1]);
     wg::fence_async_shared();
     ptx::named_arrive(kChainBarFull + buf, kChainThreads);
   };
 
+  T* o_base = static_cast<T*>(p.o) + (b * s.T * s.HV + hv) * V + v0;
+  auto store_o = [&](int64_t n) {
+    const int buf = int(n % Lay::kStages);
+    const T* o_s = reinterpret_cast<const T*>(smem + buf * Lay::kStage + Lay::kOffO);
+    const int L = int(s.T - n * kC < kC ? s.T - n * kC : kC);
+    ptx::named_sync(kChainBarOut + buf, kChainThreads);  // the chain has written chunk n's o
+#pragma unroll
+    for (int i = 0; i < kC * 8 / kThreads; ++i) {
+      const int x = tid + i * kThreads, r = x / 8, c = 8 * (x % 8);
+      if (r < L)
+        *reinterpret_cast<uint4*>(o_base + (n * kC + r) * s.HV * V + c) =
+            *reinterpret_cast<const uint4*>(o_s + r * Lay::kLdO + c);
+    }
+  };
+
   for (int64_t n = 0; n < N; ++n) {
-    if (n >= kChainStages) ptx::named_sync(kChainBarEmpty + int(n % kChainStages), kChainThreads);
+    if (n >= Lay::kStages) ptx::named_sync(kChainBarEmpty + int(n % Lay::kStages), kChainThreads);
     issue(n);
     if (n >= 1) {
       tc::cp_async_wait<1>();  // this thread's copies of n - 1
       publish(n - 1);
     }
+    if (n >= 2) store_o(n - 2);
   }
   tc::cp_async_wait<0>();
   publish(N - 1);
+  for (int64_t n = N >= 2 ? N - 2 : 0; n < N; ++n) store_o(n);
 }
 
 // The chain: warps 4-7; warp w of the warpgroup holds value rows 16 w + g and 16 w + g + 8 of S^T,
@@ -277,7 +313,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
   }
 
   for (int64_t n = 0; n < N; ++n) {
-    const int buf = int(n % kChainStages);
+    const int buf = int(n % Lay::kStages);
     const unsigned char* st = smem + buf * Lay::kStage;
     const __half* q_s = reinterpret_cast<const __half*>(st + Lay::kOffQ);
     const __half* w_s = reinterpret_cast<const __half*>(st + Lay::kOffW);
@@ -285,8 +321,6 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     const __half* p_s = reinterpret_cast<const __half*>(st + Lay::kOffP);
     const float* u0_s = reinterpret_cast<const float*>(st + Lay::kOffU0);
     const float* g_s = reinterpret_cast<const float*>(st + Lay::kOffG);
-    const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
 
     // Row scales of S0^T (sig) and its fp16 A operand, before the wait: S is this thread's own.
     float sig[2];
@@ -345,7 +379,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
         const float* x = u + 8 * ks + 4 * (i >> 1) + 2 * (i & 1);
         ua[ks][i] = pack_half(x[0] * tau[i & 1], x[1] * tau[i & 1]);
       }
-    const float e_last = g_s[2 * kC];
+    const float e_last = g_s[(s.T - n * kC < kC ? s.T - n * kC : kC) - 1];  // exp(gL)
     const float f[2] = {e_last * sig[0] * tau[0], e_last * sig[1] * tau[1]};
 #pragma unroll
     for (int j = 0; j < kK / 8; ++j)
@@ -367,7 +401,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float eg = g_s[kC + 8 * j + tq + e];
+        const float eg = g_s[8 * j + tq + e];
         o[4 * j + e] *= tau[0] * eg;
         o[4 * j + 2 + e] *= tau[1] * eg;
       }
@@ -384,19 +418,24 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     wg::wait<0>();
     wg::keep_live(o);
     wg::keep_live(ua);
-    if (n + kChainStages < N) ptx::named_arrive(kChainBarEmpty + buf, kChainThreads);
+    if (n + Lay::kStages < N) ptx::named_arrive(kChainBarEmpty + buf, kChainThreads);
 
-    T* o_base = static_cast<T*>(p.o) + (b * s.T * s.HV + hv) * V + v0;
+    // o = scale O into the stage's o rows (t, v) by stmatrix .trans: matrix i of call jj is the 8 x 8
+    // tile (v rows 16 w + 8 (i & 1) .., t columns 8 (2 jj + (i >> 1)) ..); the producer stores it.
+    T* o_s = reinterpret_cast<T*>(smem + buf * Lay::kStage + Lay::kOffO);
+    const float os[2] = {p.scale * inv[0], p.scale * inv[1]};
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
+    for (int jj = 0; jj < 4; ++jj) {
+      uint32_t r[4];
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int t = 8 * j + tq + e;
-        if (t >= L) continue;
-        T* row = o_base + (t0 + t) * s.HV * V;
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) row[vr[hh]] = T(o[4 * j + 2 * hh + e] * p.scale * inv[hh]);
+      for (int i = 0; i < 4; ++i) {
+        const int j = 2 * jj + (i >> 1), hh = i & 1;
+        r[i] = Mma<T>::pack(o[4 * j + 2 * hh] * os[hh], o[4 * j + 2 * hh + 1] * os[hh]);
       }
+      const int i = lane >> 3, row = 8 * (2 * jj + (i >> 1)) + (lane & 7);
+      stmatrix_x4_trans(o_s + row * Lay::kLdO + 16 * warp + 8 * (i & 1), r);
+    }
+    ptx::named_arrive(kChainBarOut + buf, kChainThreads);
   }
 
   if (float* end = p.hT ? p.hT + head * kK * V + v0 : nullptr) {
