@@ -120,7 +120,7 @@ template <typename T, int kK>
 __device__ __forceinline__ void scan_output_chain(const GdnParams& p, const GdnWyUtWorkspace& ws,
                                                   unsigned char* smem) {
   using Lay = ScanOutputLayout<kK>;
-  constexpr int kMT = kK / 64, kLdk = Lay::kLdk, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
+  constexpr int kMT = kK / 64, kLdw = Lay::kLdw, kLdp = Lay::kLdp;
   const GdnShape s = p.shape;
   const int64_t V = s.V, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks;
   const int64_t v0 = int64_t(blockIdx.x) * kBV, head = b * s.HV + hv;
