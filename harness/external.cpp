@@ -507,7 +507,8 @@ void judge_forward(const CheckOptions& opt, const Problem& p, const RefInputsF64
   // NaN never compares as the poison: external outputs cannot be "unwritten", only non-finite.
   const std::vector<float> o_f(o_ext.begin(), o_ext.end());
   row.o = compare_to_reference(o_f, ref_o, p.dtype);
-  row.tol = opt.tolerances.bounds(opt.precision, p.dtype, row.o.floor_rel_l2);  // as `verify` judges
+  row.tol = forward_bounds(opt.tolerances, opt.precision, p.dtype, row.o.floor_rel_l2,
+                           is_gdn && opt.ref_o_path.empty() ? &gdn_ref : nullptr);  // as `verify` judges
   if (!hT_ext.empty()) row.ht = compare_to_reference(std::vector<float>(hT_ext.begin(), hT_ext.end()), gdn_ref.hT, DType::f32);
 }
 

@@ -148,6 +148,12 @@ double cancellation_kappa(const GdnRefOutputs& ref) {
   return o2 > 0.0 ? std::sqrt(a2 / o2) : 0.0;
 }
 
+Tolerance forward_bounds(const ToleranceProfile& tolerances, Precision precision, DType dtype,
+                         double o_floor_rel_l2, const GdnRefOutputs* gdn_ref) {
+  const bool cancellation_applies = gdn_ref && dtype == DType::f32 && !gdn_ref->o_abs.empty();
+  return tolerances.bounds(precision, dtype, o_floor_rel_l2, cancellation_applies ? cancellation_kappa(*gdn_ref) : NAN);
+}
+
 namespace {
 
 const std::vector<float>& output_gradient(const RunOutputs& out, Grad g) {
@@ -256,9 +262,8 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.ref_rows = int64_t(attention_ref.rows.size());
     }
 
-    const bool cancellation_applies = is_gdn && c.problem.dtype == DType::f32 && !gdn_ref.o_abs.empty();
-    row.tol = opt.tolerances.bounds(v.precision, c.problem.dtype, row.o.floor_rel_l2,
-                                    cancellation_applies ? cancellation_kappa(gdn_ref) : NAN);
+    row.tol = forward_bounds(opt.tolerances, v.precision, c.problem.dtype, row.o.floor_rel_l2,
+                             is_gdn ? &gdn_ref : nullptr);
 
     std::vector<std::string> problems;
     if (pass_has_backward(c.problem.pass))  // the full gradient reference: never sampled

@@ -91,6 +91,13 @@ AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& 
 // cache): for callers that verify a single case (the benchmark front end, tests).
 ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInputs& inputs);
 
+// The bounds a forward row is judged by, as `verify` judges: the profile's entry for (precision,
+// dtype) on the row's o floor, widened for a float32 GDN row by the cancellation rule when gdn_ref
+// carries o_abs (nullptr: attention, or no magnitudes). The one place `verify`, `check` and the
+// Python module take them from.
+Tolerance forward_bounds(const ToleranceProfile& tolerances, Precision precision, DType dtype,
+                         double o_floor_rel_l2, const GdnRefOutputs* gdn_ref);
+
 std::string cpu_model_name();
 // The reference's gradient g (kGrads order; empty where it does not exist: dg without a gate, dh0
 // without h0).

@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # clang and libclang-rt-14-dev (libFuzzer, ASan, UBSan; Debian 12 ships clang 14): scripts/fuzz.sh.
+# pybind11-dev, python3-dev, python3-numpy, python3-pytest: the Python module and its tests.
 packages=(cmake ninja-build g++ catch2 libfmt-dev libboost-program-options-dev libbenchmark-dev
-          python3-matplotlib clang libclang-rt-14-dev)
+          python3-matplotlib clang libclang-rt-14-dev pybind11-dev python3-dev python3-numpy python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The tests: build (CUDA code compiles even where it cannot run), run the Catch2 suite ([gpu]
 # tests skip without a GPU), the mutation check (the gate must fail every bug planted in the CPU
-# kernels), the correctness gate on whatever backend this machine has, then the fuzzers of every
-# reader of outside input (command line, suite files, .npy, dump manifests, CSVs, --resume, claims
-# and tolerance files) for GDNBENCH_FUZZ_SECONDS each (default 20; scripts/fuzz.sh).
+# kernels), the Python module's tests (pytest), the correctness gate on whatever backend this
+# machine has, then the fuzzers of every reader of outside input (command line, suite files, .npy,
+# dump manifests, CSVs, --resume, claims and tolerance files) for GDNBENCH_FUZZ_SECONDS each
+# (default 20; scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
 build/gdnbench_tests
 build/gdnbench_mutation_tests
+# The Python module (build/python): a numpy GDN through gdnbench.verify, and planted mistakes.
+/usr/bin/python3 -m pytest -q -p no:cacheprovider tests/python
 build/gdnbench verify --suite gate --out build/gate.csv --no-progress | tail -n 1
 # The compare gate on a real CSV: the gate against itself matches every case and finds no regression.
 build/gdnbench compare build/gate.csv build/gate.csv --out build/gate_compare.md
