@@ -38,12 +38,17 @@ def gdn_numpy(q, k, v, g, beta, *, scale, initial_state, cu_seqlens, mistake=Non
 
 
 def small(p):
-    """The gate's problems a Python loop over tokens takes in CI's time."""
-    return p.B * p.T <= 4096 and p.K <= 128
+    """The gate's problems a Python loop over tokens takes in CI's time (about 400 of them)."""
+    return p.B * p.T <= 1024 and p.K <= 128
 
 
-def run(fn, **kw):
-    return gdnbench.verify(fn, suite="gate", precision="fp32_math", select=small, **kw)
+def tails(p):
+    """Of those, the ones across chunk edges: where a mistake in the token order shows first."""
+    return small(p) and p.T in (63, 65, 129, 200, 300) and p.B * p.T <= 600
+
+
+def run(fn, select=small, **kw):
+    return gdnbench.verify(fn, suite="gate", precision="fp32_math", select=select, **kw)
 
 
 def test_problems_inputs_and_reference_have_the_harness_shapes():
@@ -115,7 +120,7 @@ def test_planted_mistakes_fail(mistake):
     def fn(*args, **kw):
         return gdn_numpy(*args, mistake=mistake, **kw)
 
-    rows = run(fn)
+    rows = run(fn, select=tails)
     assert any(r.status == "FAIL" for r in rows), mistake
 
 
