@@ -19,8 +19,10 @@ def gdn_numpy(q, k, v, g, beta, *, scale, initial_state, cu_seqlens, mistake=Non
     spans = ([(b, 0, T) for b in range(B)] if cu_seqlens is None else
              [(0, int(cu_seqlens[i]), int(cu_seqlens[i + 1])) for i in range(len(cu_seqlens) - 1)])
     hT = np.zeros((len(spans), HV, K, V), np.float32)
+    S = None
     for n, (b, t0, t1) in enumerate(spans):
-        S = initial_state[n].astype(np.float32) if initial_state is not None else np.zeros((HV, K, V), np.float32)
+        if not (mistake == "carry_state" and n > 0):  # the mistake: a sequence starts from the last one's state
+            S = initial_state[n].astype(np.float32) if initial_state is not None else np.zeros((HV, K, V), np.float32)
         end = t1 if mistake != "chunk_tail" else t0 + (t1 - t0) // 64 * 64  # drops a partial last chunk
         for t in range(t0, end):
             kt = np.repeat(k[b, t], rep, axis=0)
@@ -115,13 +117,33 @@ def test_every_layout_passes(layout, state, decay):
     assert len(rows) == 8 and all(r.passed for r in rows), [r for r in rows if not r.passed][:2]
 
 
-@pytest.mark.parametrize("mistake", ["decay_index", "beta_on_value", "chunk_tail"])
-def test_planted_mistakes_fail(mistake):
+def packed(p):
+    return small(p) and p.packed
+
+
+@pytest.mark.parametrize("mistake,select", [("decay_index", tails), ("beta_on_value", tails), ("chunk_tail", tails),
+                                            ("carry_state", packed)])
+def test_planted_mistakes_fail(mistake, select):
     def fn(*args, **kw):
         return gdn_numpy(*args, mistake=mistake, **kw)
 
-    rows = run(fn, select=tails)
+    rows = run(fn, select=select)
     assert any(r.status == "FAIL" for r in rows), mistake
+
+
+def test_packed_batches_reach_fn_with_their_offsets_or_are_skipped():
+    seen = []
+
+    def fn(q, k, v, g, beta, *, scale, initial_state, cu_seqlens):
+        seen.append((q.shape, None if cu_seqlens is None else list(cu_seqlens), initial_state.shape))
+        return gdn_numpy(q, k, v, g, beta, scale=scale, initial_state=initial_state, cu_seqlens=cu_seqlens)
+
+    opts = dict(seqlens="1,63,64,65,130", K=16, V=8, h0="on", dtypes="fp32", precision="fp32_math")
+    rows = gdnbench.verify(fn, **opts)
+    assert [r.status for r in rows] == ["PASS"]
+    assert seen == [((1, 323, 4, 16), [0, 1, 64, 128, 193, 323], (5, 4, 16, 8))]  # the default suite: H = 4
+    rows = gdnbench.verify(fn, varlen=False, **opts)
+    assert [r.status for r in rows] == ["SKIPPED"] and "packed" in rows[0].reason
 
 
 def test_a_raise_is_a_failed_row_and_the_run_goes_on():
