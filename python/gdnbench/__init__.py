@@ -21,7 +21,12 @@ import numpy as np
 from ._core import Problem, UsageError, Verdict, csv_text
 from . import _core
 
-__all__ = ["Problem", "Verdict", "UsageError", "problems", "verify", "command_line", "write_csv"]
+__all__ = ["Problem", "Verdict", "UsageError", "Unsupported", "problems", "verify", "command_line", "write_csv"]
+
+
+class Unsupported(Exception):
+    """Raised by a function given to verify() for a problem it does not take (a head dim, a dtype):
+    the problem's row is SKIPPED with the message as its reason, not FAIL."""
 
 _LAYOUTS = ("bthd", "bhtd")  # [batch, time, head, dim] (gdnbench's, FLA's) or head-first
 _STATES = ("kv", "vk")       # a state of K x V (gdnbench's, FLA's) or V x K (FlashInfer's, FlashQLA's)
@@ -80,7 +85,7 @@ def _torch_converter(problem, device):
     def convert(name, a):
         if a is None:
             return None
-        t = torch.from_dlpack(a)
+        t = torch.from_numpy(np.ascontiguousarray(a))  # no copy on the host
         # q, k, v in the problem's dtype (exact: the values are); g, beta and states in float32.
         return t.to(device=device, dtype=dtype if name in ("q", "k", "v") else t.dtype)
 
@@ -121,8 +126,9 @@ def verify(fn, suite=None, *, layout="bthd", state="kv", decay="log", varlen=Tru
     states; decay: g as "log" decay or "alpha" = exp(g); tensors: "numpy" (float32 arrays holding
     values exact in the problem's dtype) or "torch" (the dtype's tensors on `device`).
     SKIPPED, with the reason: front-end and backward problems, problems without the delta term,
-    packed batches when varlen is False, problems select(problem) is false for. A raise in fn, or
-    an output of the wrong shape, is a FAIL with its message.
+    packed batches when varlen is False, problems select(problem) is false for, and those fn raises
+    gdnbench.Unsupported for. Any other raise in fn, or an output of the wrong shape, is a FAIL
+    with its message.
     o is judged in the problem's dtype (a float32 o is rounded to it, as a kernel writing it rounds).
     precision: the tolerance class (tensor_core, fp32_math, ...); tolerances: builtin or a file.
     csv: a path, written with every row in gdnbench's CSV schema."""
@@ -142,6 +148,9 @@ def verify(fn, suite=None, *, layout="bthd", state="kv", decay="log", varlen=Tru
             continue
         try:
             o, hT = _call(fn, p, layout, state, decay, tensors, device)
+        except Unsupported as e:
+            verdicts.append(p.skipped(variant, str(e)))
+            continue
         except Exception as e:  # a kernel that raises is a row, not the end of the run
             verdicts.append(p.failed(variant, f"raised {type(e).__name__}: {e}"))
             continue

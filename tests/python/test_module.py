@@ -146,15 +146,17 @@ def test_packed_batches_reach_fn_with_their_offsets_or_are_skipped():
     assert [r.status for r in rows] == ["SKIPPED"] and "packed" in rows[0].reason
 
 
-def test_a_raise_is_a_failed_row_and_the_run_goes_on():
+def test_a_raise_is_a_failed_row_unsupported_a_skipped_one_and_the_run_goes_on():
     def fn(q, *args, **kw):
         if q.shape[1] == 63:
             raise RuntimeError("stand-in for a kernel fault")
+        if q.shape[1] == 65:
+            raise gdnbench.Unsupported("stand-in for a length it does not take")
         return gdn_numpy(q, *args, **kw)
 
-    rows = gdnbench.verify(fn, T=[63, 64], K=16, V=8, dtypes="fp32", precision="fp32_math")
-    assert [r.status for r in rows] == ["FAIL", "PASS"]
-    assert "RuntimeError: stand-in" in rows[0].reason
+    rows = gdnbench.verify(fn, T=[63, 64, 65], K=16, V=8, dtypes="fp32", precision="fp32_math")
+    assert [r.status for r in rows] == ["FAIL", "PASS", "SKIPPED"]
+    assert "RuntimeError: stand-in" in rows[0].reason and rows[2].reason == "stand-in for a length it does not take"
 
 
 def test_csv_has_the_harness_schema(tmp_path):
