@@ -74,11 +74,11 @@ struct ChainWgmmaLayout {
   // U0 rows (floats): the chain's reads of (8 j + tq, 16 w + g) fall in 32 distinct banks.
   static constexpr int kLdU = kChainValues + 4;
   static constexpr int kLdO = kChainValues + 8;  // o rows (16-bit): stmatrix rows 16 bytes a bank group apart
-  static constexpr int kU0 = kC * kLdU * 4, kG = kC * 4, kO = kC * kLdO * 2;
+  static constexpr int kU0 = kC * kLdU * 4, kExpG = kC * 4, kO = kC * kLdO * 2;
   // A stage: W, q, K~^T, P (the workspace's two parts in order), U0, exp(gamma),
   // and the chunk's o for the producer to store.
   static constexpr int kOffW = 0, kOffQ = Ops::kW, kOffKt = kOffQ + Ops::kQ, kOffP = kOffKt + Ops::kKt;
-  static constexpr int kOffU0 = kOffP + Ops::kP, kOffG = kOffU0 + kU0, kOffO = kOffG + kG;
+  static constexpr int kOffU0 = kOffP + Ops::kP, kOffExpG = kOffU0 + kU0, kOffO = kOffExpG + kExpG;
   static constexpr int kStage = (kOffO + kO + 127) / 128 * 128;
   static constexpr int kStages = 3 * kStage <= 227 * 1024 ? 3 : 2;  // 2 at K = 128, 3 at K = 64
   static constexpr int kBytes = kStages * kStage;
@@ -151,7 +151,7 @@ gdn_wy_ut_chain_operands_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   const GdnShape s = p.shape;
   const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, N = ws.num_chunks, h = hv / (s.HV / s.H);
   const int64_t t0 = n * kC, chunk = (b * s.HV + hv) * N + n, row_stride = s.H * kK;
-  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int L = chunk_rows(s.T, n);
   const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31, c0 = 2 * lane;
   const T* q_base = static_cast<const T*>(p.q) + ((b * s.T + t0) * s.H + h) * kK;
   const T* k_base = static_cast<const T*>(p.k) + ((b * s.T + t0) * s.H + h) * kK;
@@ -221,7 +221,7 @@ gdn_wy_ut_chain_operands_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
 }
 
 // The chain kernel's producer (warps 0-3): copies only. Chunk n's operands (the workspace's W and
-// q, K~^T and P, U0's 64 columns, gamma) into its stage once the chain has released it; then it
+// q, K~^T and P, U0's 64 columns, exp(gamma)) into its stage once the chain has released it; then it
 // publishes chunk n - 1 (its copies landed a chunk earlier), and
 // stores chunk n - 2's o, which the chain left in its stage, as whole rows.
 template <typename T, int kK>
@@ -249,7 +249,7 @@ __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUt
       const int x = tid + i * kThreads, r = x / 16, c = 4 * (x % 16);
       tc::cp_async16(st + Lay::kOffU0 + 4 * (r * Lay::kLdU + c), u + int64_t(r) * V + c);
     }
-    if (tid < kC / 4) tc::cp_async16(st + Lay::kOffG + 16 * tid, ws.gamma + chunk * kC + 4 * tid);
+    if (tid < kC / 4) tc::cp_async16(st + Lay::kOffExpG + 16 * tid, ws.gamma + chunk * kC + 4 * tid);
     tc::cp_async_commit();
   };
   auto publish = [&](int64_t n) {
@@ -263,7 +263,7 @@ __device__ __forceinline__ void chain_producer(const GdnParams& p, const GdnWyUt
   auto store_o = [&](int64_t n) {
     const int buf = int(n % Lay::kStages);
     const T* o_s = reinterpret_cast<const T*>(smem + buf * Lay::kStage + Lay::kOffO);
-    const int L = int(s.T - n * kC < kC ? s.T - n * kC : kC);
+    const int L = chunk_rows(s.T, n);
     ptx::named_sync(kChainBarOut + buf, kChainThreads);  // the chain has written chunk n's o
 #pragma unroll
     for (int i = 0; i < kC * 8 / kThreads; ++i) {
@@ -320,7 +320,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     const __half* kt_s = reinterpret_cast<const __half*>(st + Lay::kOffKt);
     const __half* p_s = reinterpret_cast<const __half*>(st + Lay::kOffP);
     const float* u0_s = reinterpret_cast<const float*>(st + Lay::kOffU0);
-    const float* g_s = reinterpret_cast<const float*>(st + Lay::kOffG);
+    const float* expg_s = reinterpret_cast<const float*>(st + Lay::kOffExpG);  // exp(gamma)
 
     // Row scales of S0^T (sig) and its fp16 A operand, before the wait: S is this thread's own.
     float sig[2];
@@ -379,7 +379,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
         const float* x = u + 8 * ks + 4 * (i >> 1) + 2 * (i & 1);
         ua[ks][i] = pack_half(x[0] * tau[i & 1], x[1] * tau[i & 1]);
       }
-    const float e_last = g_s[(s.T - n * kC < kC ? s.T - n * kC : kC) - 1];  // exp(gL)
+    const float e_last = expg_s[chunk_rows(s.T, n) - 1];  // exp(gL)
     const float f[2] = {e_last * sig[0] * tau[0], e_last * sig[1] * tau[1]};
 #pragma unroll
     for (int j = 0; j < kK / 8; ++j)
@@ -401,7 +401,7 @@ __device__ __forceinline__ void chain_state(const GdnParams& p, const GdnWyUtWor
     for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        const float eg = g_s[8 * j + tq + e];
+        const float eg = expg_s[8 * j + tq + e];
         o[4 * j + e] *= tau[0] * eg;
         o[4 * j + 2 + e] *= tau[1] * eg;
       }

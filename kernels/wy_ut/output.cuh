@@ -106,7 +106,7 @@ gdn_wy_ut_output_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const GdnF
 
   const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
   const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
-  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int L = chunk_rows(s.T, n);
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2, t = (tid & 3) * 2;
 
   if constexpr (kFe) {
@@ -229,7 +229,6 @@ __device__ __forceinline__ void output_pipelined_body(const GdnParams& p, const 
   const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
   const int slices = int(V / kSW);
   const int tid = threadIdx.x, warp = tid >> 5, g = (tid & 31) >> 2;
-  auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
 
   // A thread copies the same pieces of every chunk and slice (row and column fixed, the rows
   // kThreads / vectors-per-row apart), so its addresses are computed once here (as in the scan).
@@ -250,7 +249,7 @@ __device__ __forceinline__ void output_pipelined_body(const GdnParams& p, const 
   T* q_halo = reinterpret_cast<T*>(smem + Lay::kBytes);
   // q and k rows of chunk n (zero-filled past the end, nothing read there) and its gamma.
   auto issue_qk = [&](int64_t n) {
-    const int L = rows_of(n);
+    const int L = chunk_rows(s.T, n);
     if constexpr (kFe)
       fe_issue_halo(q_halo, kLdk, q_base, static_cast<const T*>(fe.cache_in[kFeQ]), b, n * kC, s.T, s.H * kK,
                     h * kK, kK);
@@ -310,7 +309,7 @@ __device__ __forceinline__ void output_pipelined_body(const GdnParams& p, const 
       if (j == 0) {
         // P = (Q K^T) .* D .* causal in registers, split once for every slice of the chunk; Q's
         // A fragments too. Then q, k and gamma are free for the next chunk.
-        L = rows_of(n);
+        L = chunk_rows(s.T, n);
         if constexpr (kFe) {
           fe_convert_tile(q_s, q_halo, kLdk, static_cast<const T*>(fe.conv_w[kFeQ]),
                           static_cast<const T*>(fe.conv_bias[kFeQ]), b, n * kC, s.T, h * kK, int(kK), L, true,

@@ -227,7 +227,7 @@ gdn_wy_ut_prepare_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const Gdn
 
   const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
   const int64_t N = ws.num_chunks, t0 = n * kC, chunk = (b * s.HV + hv) * N + n;
-  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int L = chunk_rows(s.T, n);
   const int tid = threadIdx.x;
 
   if constexpr (kFe) {
@@ -304,12 +304,11 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
   const int64_t hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
   const int64_t head = b * s.HV + hv, N = ws.num_chunks, stride = gridDim.x;
   const int tid = threadIdx.x;
-  auto rows_of = [&](int64_t n) { return int(s.T - n * kC < kC ? s.T - n * kC : kC); };
 
   // Rows [0, L) of chunk n of a [B, T, heads, cols] tensor into shared rows of ld elements; rows
   // [L, C) zero-filled (nothing read there).
   auto issue_rows = [&](void* dst, int ld, const void* base, int64_t heads, int64_t head_idx, int cols, int64_t n) {
-    const int L = rows_of(n);
+    const int L = chunk_rows(s.T, n);
     const T* src = static_cast<const T*>(base) + ((b * s.T + n * kC) * heads + head_idx) * cols;
     T* d = static_cast<T*>(dst);
     const int vecs = cols / 8;
@@ -321,7 +320,7 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
   float g_next = 0.0f, beta_next = 0.0f;  // chunk n's g and beta of row tid, as the per-chunk kernel reads them
   auto load_gates = [&](int64_t n) {
     if (tid < kC) {
-      const int L = rows_of(n);
+      const int L = chunk_rows(s.T, n);
       const int64_t gi = (b * s.T + n * kC + tid) * s.HV + hv;
       g_next = (tid < L && p.g) ? p.g[gi] : 0.0f;
       beta_next = tid < L ? (p.use_delta ? p.beta[gi] : 1.0f) : 0.0f;
@@ -348,7 +347,7 @@ gdn_wy_ut_prepare_pipelined_kernel(const GdnParams p, const GdnWyUtWorkspace ws)
     __syncthreads();  // chunk n's tiles are visible; every read of chunk n - stride's is done
     if (has_next) load_gates(next);
     prepare_chunk<T>(
-        p, ws, PrepareTiles<T>{k_s, v_s, tri_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, rows_of(n),
+        p, ws, PrepareTiles<T>{k_s, v_s, tri_s, Y_s, gamma_s, beta_s, cw_s, cu_s}, head * N + n, chunk_rows(s.T, n),
         [&] {
           if (has_next) {
             __syncthreads();  // every warp's U0 products (the v tile's reads) are done

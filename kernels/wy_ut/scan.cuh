@@ -187,7 +187,7 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
   const uint32_t u_dst_thread = smem0 + Lay::kOffU0 + 4 * (u_row * kLdBV + (tid % kUVec) * 4);
   auto issue_copies = [&](int64_t n, int buf) {
     const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const int L = chunk_rows(s.T, n);
     const uint32_t stage = uint32_t(buf * Lay::kStage);
     const T* k_src = k_src_thread + t0 * k_row_stride;
 #pragma unroll
@@ -234,8 +234,8 @@ gdn_wy_ut_state_kernel(const GdnParams p, const GdnWyUtWorkspace ws, const ScanP
 
   if (Lay::kStages == 2) issue_copies(n_begin, 0);
   for (int64_t n = n_begin; n < n_end; ++n) {
-    const int64_t t0 = n * kC, chunk = head * N + n;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const int64_t chunk = head * N + n;
+    const int L = chunk_rows(s.T, n);
     const int buf = Lay::kStages == 2 ? int((n - n_begin) & 1) : 0;
     if (Lay::kStages == 1) {
       __syncthreads();  // every read of the previous chunk's tiles is done

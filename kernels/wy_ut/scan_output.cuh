@@ -90,7 +90,7 @@ gdn_wy_ut_qk_fragments_kernel(const GdnParams p, const GdnWyUtWorkspace ws) {
   float* gamma_s = reinterpret_cast<float*>(k_s + kC * ldk);
   const int64_t n = blockIdx.x, hv = blockIdx.y, b = blockIdx.z, h = hv / (s.HV / s.H);
   const int64_t t0 = n * kC, chunk = (b * s.HV + hv) * ws.num_chunks + n;
-  const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+  const int L = chunk_rows(s.T, n);
   const int warp = int(threadIdx.x >> 5);
   const int64_t rows = ((b * s.T + t0) * s.H + h) * K;
   load_rows(q_s, ldk, static_cast<const T*>(p.q) + rows, s.H * K, K, L);
@@ -174,8 +174,7 @@ __device__ __forceinline__ void scan_output_chain(const GdnParams& p, const GdnW
 
   issue_copies(0, 0);
   for (int64_t n = 0; n < N; ++n) {
-    const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const int L = chunk_rows(s.T, n);
     const int buf = int(n & 1);
     const T* k_s = reinterpret_cast<const T*>(stage(buf));
     const float* W_s = reinterpret_cast<const float*>(stage(buf) + Lay::kOffW);
@@ -285,7 +284,7 @@ __device__ __forceinline__ void scan_output_out(const GdnParams& p, const GdnWyU
   const uint32_t dst_thread = uint32_t(__cvta_generic_to_shared(smem)) + 2 * (row * kLdk + (tid % kVec) * 8);
   auto issue_qk = [&](int64_t n, int buf) {
     const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const int L = chunk_rows(s.T, n);
     const uint32_t st = dst_thread + uint32_t(buf * Lay::kStage);
 #pragma unroll
     for (int i = 0; i < kC / kRows; ++i) {
@@ -305,7 +304,7 @@ __device__ __forceinline__ void scan_output_out(const GdnParams& p, const GdnWyU
   ptx::named_arrive(kBarQkReady, kScanOutputThreads);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t t0 = n * kC;
-    const int L = int(s.T - t0 < kC ? s.T - t0 : kC);
+    const int L = chunk_rows(s.T, n);
     const int buf = int(n & 1);
     const unsigned char* st = smem + buf * Lay::kStage;
     const T* q_s = reinterpret_cast<const T*>(st + Lay::kOffQ);

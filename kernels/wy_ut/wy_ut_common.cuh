@@ -30,6 +30,8 @@ constexpr int kLdCC = kC + 4;    // row stride (floats) of the C x C float32 til
 constexpr int kLdBV = kBV + 4;   // row stride (floats) of the float32 S and U slices
 
 __device__ __forceinline__ int lane_id() { return int(threadIdx.x & 31); }
+// Rows of chunk n of a sequence of T tokens: kC, or the tail's T - n kC.
+__device__ __forceinline__ int chunk_rows(int64_t T, int64_t n) { return int(T - n * kC < kC ? T - n * kC : kC); }
 
 // x ~ hi + lo with hi, lo in the dtype: a float32 operand as two tensor-core operands.
 template <typename T>
