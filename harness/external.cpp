@@ -572,8 +572,7 @@ ResultRow check_external(const CheckOptions& opt) {
   if (pass_has_backward(p.pass)) judge_gradients(opt, p, ref_in, row, problems);
 
   for (std::string& x : output_problems(row, p.dtype)) problems.push_back(std::move(x));  // as `verify` judges
-  row.status = problems.empty() ? Status::pass : Status::fail;
-  for (const std::string& x : problems) row.reason += (row.reason.empty() ? "" : "; ") + x;
+  set_verdict(row, problems);
   judge_conv_caches(opt, p, gdn_ref, row);
   if (!opt.ref_o_path.empty())
     row.reason += (row.reason.empty() ? "" : "; ") + std::string("o judged against --ref-o (float64 computed outside gdnbench)");

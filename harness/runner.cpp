@@ -148,6 +148,11 @@ double cancellation_kappa(const GdnRefOutputs& ref) {
   return o2 > 0.0 ? std::sqrt(a2 / o2) : 0.0;
 }
 
+void set_verdict(ResultRow& row, const std::vector<std::string>& problems) {
+  row.status = problems.empty() ? Status::pass : Status::fail;
+  for (const std::string& p : problems) row.reason += (row.reason.empty() ? "" : "; ") + p;
+}
+
 Tolerance forward_bounds(const ToleranceProfile& tolerances, Precision precision, DType dtype,
                          double o_floor_rel_l2, const GdnRefOutputs* gdn_ref) {
   const bool cancellation_applies = gdn_ref && dtype == DType::f32 && !gdn_ref->o_abs.empty();
@@ -282,8 +287,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
           problems.push_back(fmt::format("conv cache rel_l2 {:.3g}, must be exact", row.conv.rel_l2));
       }
     }
-    row.status = problems.empty() ? Status::pass : Status::fail;
-    for (const std::string& p : problems) row.reason += (row.reason.empty() ? "" : "; ") + p;
+    set_verdict(row, problems);
     if (opt.check_determinism && row.status == Status::pass) check_determinism(v, *run, out, row);
 
     // A variant is timed only after it verified: a wrong kernel has no speed.

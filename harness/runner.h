@@ -112,3 +112,6 @@ void compare_gradient(ResultRow& row, Grad g, const std::vector<float>& got, con
 // grad_dtype), from passing against row.tol: too little compared (coverage_problem), an unwritten or
 // non-finite element, rel_l2 past the bound. The one judgement of `verify` and `check`.
 std::vector<std::string> output_problems(const ResultRow& row, DType dtype);
+// The verdict from every problem found: PASS when there is none, else FAIL, the problems appended
+// to row.reason ("; " between them).
+void set_verdict(ResultRow& row, const std::vector<std::string>& problems);

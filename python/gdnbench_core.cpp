@@ -173,9 +173,7 @@ Verdict judge(const PyProblem& pp, const py::handle& o, const py::handle& hT, co
   row.tol = forward_bounds(profile, *precision, p.dtype, row.o.floor_rel_l2, &ref);
   row.ref_rows = s.T;
   row.ref_heads = s.sequences() * s.HV;
-  const std::vector<std::string> problems = output_problems(row, p.dtype);
-  row.status = problems.empty() ? Status::pass : Status::fail;
-  for (const std::string& x : problems) row.reason += (row.reason.empty() ? "" : "; ") + x;
+  set_verdict(row, output_problems(row, p.dtype));
   if (ht_got.empty()) row.reason += (row.reason.empty() ? "" : "; ") + std::string("hT not given: o judged alone");
   return v;
 }
