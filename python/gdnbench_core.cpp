@@ -273,6 +273,10 @@ PYBIND11_MODULE(_core, m) {
         "the distinct problems of `gdnbench verify ARGS` (the same flags and suites), in order");
   m.def("csv_text", &csv_text, py::arg("verdicts"), py::arg("meta"),
         "the verdicts as gdnbench's CSV (header and rows); meta: run_id, timestamp, git_sha, host, suite, tolerances");
+  m.def("set_data_dir", &set_data_dir, py::arg("dir"),
+        "where suites/, claims/ and tolerances/ are found by name after the current directory");
+  m.def("find_suite", [](const std::string& name) { return find_named_file(name, "suites", ".ini"); },
+        py::arg("name"), "the file a suite name resolves to (\"\" if none)");
   m.def("check_judge_options", [](const std::string& precision, const std::string& tolerances) {
     if (!parse_precision(precision))
       throw py::value_error("precision: '" + precision + "' is not a precision class (gdnbench list --tolerances)");

@@ -32,10 +32,20 @@ bool take_flag_value(const std::vector<std::string>& args, size_t& i, const std:
   return false;
 }
 
+namespace {
+std::string& data_dir() {
+  static std::string dir;
+  return dir;
+}
+}  // namespace
+
+void set_data_dir(const std::string& dir) { data_dir() = dir; }
+
 std::string find_named_file(const std::string& name, const std::string& folder, const std::string& ext) {
   std::vector<std::string> candidates = {name};
   if (name.find('/') == std::string::npos) {
     candidates.push_back(folder + "/" + name + ext);
+    if (!data_dir().empty()) candidates.push_back(data_dir() + "/" + folder + "/" + name + ext);
 #ifdef GDNBENCH_SOURCE_DIR
     candidates.push_back(std::string(GDNBENCH_SOURCE_DIR) + "/" + folder + "/" + name + ext);
 #endif

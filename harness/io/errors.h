@@ -20,5 +20,10 @@ bool take_flag_value(const std::vector<std::string>& args, size_t& i, const std:
                      const std::string& command);
 
 // A file named on the command line: NAME itself if it is a file; else, for a bare name (no '/'),
-// FOLDER/NAME.EXT here, then in the source tree (suites, claims, tolerance profiles). "" if none.
+// FOLDER/NAME.EXT here, then under the data folder (set_data_dir: an installed package's copy of
+// the suites, claims and tolerance profiles), then in the source tree. "" if none.
 std::string find_named_file(const std::string& name, const std::string& folder, const std::string& ext);
+
+// Where an installed copy of suites/, claims/ and tolerances/ lives ("" : none, the default). The
+// Python package sets its own, so a wheel finds its suites by name wherever it is imported.
+void set_data_dir(const std::string& dir);

@@ -21,6 +21,12 @@ import numpy as np
 from ._core import Problem, UsageError, Verdict, csv_text
 from . import _core
 
+# An installed package carries its own suites, claims and tolerance profiles (data/); the build
+# tree's package finds them in the source tree.
+_DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+if os.path.isdir(_DATA_DIR):
+    _core.set_data_dir(_DATA_DIR)
+
 __all__ = ["Problem", "Verdict", "UsageError", "Unsupported", "problems", "verify", "command_line", "write_csv"]
 
 

@@ -171,3 +171,24 @@ def test_a_layout_the_function_does_not_take_fails():
     rows = gdnbench.verify(gdn_numpy, T=[65], K=16, V=8, H=2, HV=4, dtypes="fp32", layout="bhtd", state="vk",
                            h0="on", precision="fp32_math")
     assert [r.status for r in rows] == ["FAIL"]
+
+
+def test_the_installed_package_finds_its_own_suites(tmp_path):
+    """`pip install .` installs component "python": the module and a copy of suites/, claims/
+    and tolerances/ beside it, so a suite's name resolves inside the package wherever it is
+    imported, not in a checkout that may be gone."""
+    import os
+    import subprocess
+    import sys
+    build = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build")
+    if not os.path.isfile(os.path.join(build, "cmake_install.cmake")):
+        pytest.skip("no CMake build tree to install from")
+    prefix = tmp_path / "site"
+    subprocess.run(["cmake", "--install", build, "--component", "python", "--prefix", str(prefix)],
+                   check=True, capture_output=True)
+    probe = ("import gdnbench, os; p = gdnbench._core.find_suite('gate'); print(p); "
+             "print(len(gdnbench.problems('smoke')))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=str(tmp_path), check=True, capture_output=True,
+                         text=True, env={**os.environ, "PYTHONPATH": str(prefix)}).stdout.split()
+    assert out[0] == str(prefix / "gdnbench" / "data" / "suites" / "gate.ini")
+    assert int(out[1]) > 0
