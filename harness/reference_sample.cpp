@@ -87,13 +87,18 @@ double gdn_ref_work(const Problem& p) {
   return double(s.B) * double(s.HV) * double(s.T) * double(s.K) * double(s.V);
 }
 
-std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads) {
+std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads, bool whole_groups) {
   const int64_t heads = s.B * s.HV;
   const double per_head = double(s.T) * double(s.K) * double(s.V);
   const double affordable = std::floor(kGdnRefFullBudget / std::max(per_head, 1.0));
   // The first and the last head even when one head alone passes the budget.
   const int64_t count = std::max<int64_t>(2, int64_t(std::min(double(max_heads), affordable)));
-  return evenly_spaced(0, heads - 1, count);
+  if (!whole_groups || s.group() == 1) return evenly_spaced(0, heads - 1, count);
+  const int64_t G = s.group();
+  std::vector<int64_t> out;
+  for (int64_t group : evenly_spaced(0, s.B * s.H - 1, std::max<int64_t>(2, count / G)))
+    for (int64_t j = 0; j < G; ++j) out.push_back(group * G + j);  // q/k head b H + h: value heads from (b H + h) G
+  return out;
 }
 
 std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_heads) {
@@ -102,7 +107,7 @@ std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_h
   const bool sampled = mode == RefMode::sampled ||
                        (mode == RefMode::automatic && gdn_ref_work(p) >= kGdnRefFullBudget);
   if (!sampled) return {};
-  std::vector<int64_t> heads = gdn_sample_heads(p.shape, max_heads);
+  std::vector<int64_t> heads = gdn_sample_heads(p.shape, max_heads, pass_has_backward(p.pass));
   if (int64_t(heads.size()) == p.shape.B * p.shape.HV) return {};  // every head: the full reference
   return heads;
 }

@@ -73,9 +73,14 @@ double gdn_ref_work(const Problem& p);
 // the first (0) and the last (B HV - 1, the highest memory offsets of o and hT, where a 32-bit
 // index wraps first) always, and heads spread evenly between them, as many as keep the sample's
 // work B' T K V under kGdnRefFullBudget, at most `max_heads`. Every head when that is all of them.
-// It depends on the shape and max_heads only (never on the seed).
-std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads = kGdnSampleHeads);
+// It depends on the shape and max_heads only (never on the seed). With whole_groups, the sample
+// is of q/k heads (b, h) instead, as many as there would be value heads divided by HV / H (at least
+// 2, the first and the last), each with every value head of its group: a gradient reference's
+// sample, since dq and dk of a q/k head sum over its group.
+std::vector<int64_t> gdn_sample_heads(const GdnShape& s, int64_t max_heads = kGdnSampleHeads,
+                                      bool whole_groups = false);
 
 // The heads the GDN reference of `p` covers under `mode`: empty means every head (the full
-// reference).
+// reference). A pass with the backward samples whole groups (gdn_sample_heads), and its forward
+// and gradient references cover the same heads.
 std::vector<int64_t> gdn_ref_heads(const Problem& p, RefMode mode, int64_t max_heads = kGdnSampleHeads);

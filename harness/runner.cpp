@@ -187,15 +187,52 @@ const std::vector<double>& reference_gradient(const GdnRefGradients& ref, Grad g
   throw std::logic_error("gradient outside kGrads");
 }
 
+namespace {
+
+// Elements of gradient g over every head, in its layout (reference/gdn_backward_reference.h).
+int64_t full_gradient_elems(const GdnShape& s, Grad g) {
+  switch (g) {
+    case Grad::dq:
+    case Grad::dk: return s.qk_elems();
+    case Grad::dv: return s.v_elems();
+    case Grad::dg:
+    case Grad::dbeta: return s.gate_elems();
+    case Grad::dh0: return s.state_elems();
+  }
+  return 0;
+}
+
+// The heads of a sampled gradient reference as metrics' selection over g's layout: q/k heads for
+// dq and dk, value heads for the rest (dh0 one row of K V per head).
+HeadSelection gradient_heads(const GdnShape& s, Grad g, const GdnRefGradients& ref) {
+  switch (g) {
+    case Grad::dq:
+    case Grad::dk: return HeadSelection{s.B, s.T, s.H, s.K, ref.qk_heads};
+    case Grad::dv: return HeadSelection{s.B, s.T, s.HV, s.V, ref.heads};
+    case Grad::dg:
+    case Grad::dbeta: return HeadSelection{s.B, s.T, s.HV, 1, ref.heads};
+    case Grad::dh0: return HeadSelection{s.B, 1, s.HV, s.K * s.V, ref.heads};
+  }
+  return {};
+}
+
+}  // namespace
+
 void compare_gradient(ResultRow& row, Grad g, const std::vector<float>& got, const GdnRefGradients& ref,
                       Precision precision, const ToleranceProfile& tolerances, std::vector<std::string>& problems) {
   const std::vector<double>& want = reference_gradient(ref, g);
   TensorMetrics& m = row.grad[size_t(g)];
   m = TensorMetrics{};
-  if (got.size() != want.size())
-    problems.push_back(fmt::format("{}: {} elements returned, {} expected", grad_name(g), got.size(), want.size()));
-  else if (!want.empty())
+  const GdnShape& s = row.problem.shape;
+  const bool sampled = !ref.heads.empty();
+  // The elements a full reference of g would hold: want's size unless sampled.
+  const size_t expected = !sampled || want.empty() ? want.size() : size_t(full_gradient_elems(s, g));
+  if (got.size() != expected)
+    problems.push_back(fmt::format("{}: {} elements returned, {} expected", grad_name(g), got.size(), expected));
+  else if (!want.empty() && !sampled)
     m = compare_to_reference(got, want, grad_dtype(g, row.problem.dtype));
+  else if (!want.empty())
+    m = compare_to_reference(got, want, grad_dtype(g, row.problem.dtype), gradient_heads(s, g, ref));
   row.tol.grad_rel_l2[size_t(g)] =
       tolerances.grad_bound_at(precision, row.problem.dtype, g, m.present ? m.floor_rel_l2 : NAN);
 }
@@ -271,9 +308,11 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
                              is_gdn ? &gdn_ref : nullptr);
 
     std::vector<std::string> problems;
-    if (pass_has_backward(c.problem.pass))  // the full gradient reference: never sampled
+    if (pass_has_backward(c.problem.pass)) {
+      if (!grad_ref.heads.empty()) row.ref_heads = int64_t(grad_ref.heads.size());
       for (Grad g : kGrads)
         compare_gradient(row, g, output_gradient(out, g), grad_ref, v.precision, opt.tolerances, problems);
+    }
     for (std::string& p : output_problems(row, c.problem.dtype)) problems.push_back(std::move(p));
     if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong
       if (out.conv_cache.size() != gdn_ref.conv_cache.size()) {
@@ -319,11 +358,13 @@ GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int th
   return gdn_recurrent_ref(p.shape, in.view(), ro);
 }
 
-GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads) {
+GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads,
+                                  const std::vector<int64_t>& heads) {
   GdnRefOptions ro;
   ro.scale = p.resolved_scale();
   ro.use_delta = p.use_delta;
   ro.threads = threads;
+  ro.heads = heads;
   return gdn_recurrent_backward_ref(p.shape, in.view(), in.grad_view(), ro);
 }
 
@@ -369,13 +410,13 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   const HostInputs& inputs = needs_cache ? with_cache : given;
   const RefInputsF64 ref_in = to_f64(inputs);
   const bool runnable = !skip_reason(*c.variant, c.problem, opt.gpu);
-  const GdnRefOutputs gdn_ref =
-      is_gdn && pass_has_forward(c.problem.pass)
-          ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
-                              gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads))
-          : GdnRefOutputs{};
+  const std::vector<int64_t> heads =
+      is_gdn ? gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads) : std::vector<int64_t>{};
+  const GdnRefOutputs gdn_ref = is_gdn && pass_has_forward(c.problem.pass)
+                                    ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads, heads)
+                                    : GdnRefOutputs{};
   const GdnRefGradients grad_ref = is_gdn && runnable && pass_has_backward(c.problem.pass)
-                                       ? gdn_gradients_for(c.problem, ref_in, opt.cpu_threads)
+                                       ? gdn_gradients_for(c.problem, ref_in, opt.cpu_threads, heads)
                                        : GdnRefGradients{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
   const AttentionRef attn_ref =
@@ -430,7 +471,8 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
       // Each reference only where a case needs it: a backward pass alone compares no o.
       const bool is_gdn = c.variant->family == Family::gdn;
       if (runnable && is_gdn && pass_has_backward(c.problem.pass) && !have_grad_ref) {
-        grad_ref = gdn_gradients_for(c.problem, ref_in, opt.cpu_threads);
+        grad_ref = gdn_gradients_for(c.problem, ref_in, opt.cpu_threads,
+                                     gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
         have_grad_ref = true;
       }
       if (runnable && is_gdn && pass_has_forward(c.problem.pass) && !have_gdn_ref) {

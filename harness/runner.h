@@ -80,8 +80,9 @@ double cancellation_kappa(const GdnRefOutputs& ref);
 GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int threads,
                                 const std::vector<int64_t>& heads = {});
 // The float64 gradients of a backward pass (gdn_recurrent_backward_ref) from the inputs and the
-// upstream gradients in `in`: always every head (the backward reference takes no sample).
-GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads);
+// upstream gradients in `in`; `heads` as for gdn_reference_for, in whole groups (gdn_ref_heads).
+GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads,
+                                  const std::vector<int64_t>& heads = {});
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
 // The attention answer for the query rows `rows` only (empty: every row, attention_reference_for).
 AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,
@@ -104,7 +105,8 @@ std::string cpu_model_name();
 const std::vector<double>& reference_gradient(const GdnRefGradients& ref, Grad g);
 // Gradient g against the float64 reference's, into row.grad[g], with the bound of `tolerances` for
 // `precision` on its floor in row.tol.grad_rel_l2[g]: absent from both it is not compared; returned
-// where none exists, or missing where one does, it is a problem. The one comparison of a gradient
+// where none exists, or missing where one does, it is a problem. A sampled reference (ref.heads) is
+// compared on its heads only, every element still written and finite. The one comparison of a gradient
 // in `verify` and `check`; output_problems then judges it.
 void compare_gradient(ResultRow& row, Grad g, const std::vector<float>& got, const GdnRefGradients& ref,
                       Precision precision, const ToleranceProfile& tolerances, std::vector<std::string>& problems);

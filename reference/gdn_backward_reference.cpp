@@ -18,37 +18,61 @@ void check_backward_args(const GdnShape& s, const GdnRefGradInputs& grad_in,
                          const GdnRefOptions& opt, const char* what, const int32_t* cu_seqlens) {
   check_shape(s, cu_seqlens);
   if (!grad_in.dout) throw std::invalid_argument(std::string(what) + ": dout is required");
-  if (!opt.heads.empty())
-    throw std::invalid_argument(std::string(what) + ": computes every head; leave opt.heads empty");
+  if (opt.heads.empty()) return;
+  if (s.num_seqs > 0)
+    throw std::invalid_argument(std::string(what) + ": a packed batch computes every head; leave opt.heads empty");
+  // dq and dk of a q/k head sum over its group of value heads: a subset takes whole groups.
+  const int64_t G = s.group();
+  for (size_t i = 0; i < opt.heads.size(); ++i) {
+    const int64_t h = opt.heads[i];
+    if (h < 0 || h >= s.B * s.HV || (i > 0 && h <= opt.heads[i - 1]))
+      throw std::invalid_argument(std::string(what) + ": opt.heads must be sorted, distinct and in [0, B HV)");
+    if (h % G == 0 && (i + size_t(G) > opt.heads.size() || opt.heads[i + size_t(G) - 1] != h + G - 1))
+      throw std::invalid_argument(std::string(what) + ": opt.heads must hold whole groups of HV / H value heads");
+    if (h % G != 0 && (i == 0 || opt.heads[i - 1] != h - 1))
+      throw std::invalid_argument(std::string(what) + ": opt.heads must hold whole groups of HV / H value heads");
+  }
 }
 
-// Every gradient of one problem. A value head writes only its own rows: dq and dk go first to
-// per-value-head rows [B, T, HV, K] (the final layout itself when HV = H) and are summed over
-// each group in head order afterwards, so the heads need no lock and the sum does not depend on
-// the threads.
+// Every gradient of one problem, or of a subset of its heads (GdnRefOptions::heads), each head's
+// rows then packed by its place in the subset ([heads, T, ...], GdnRefGradients). A value head
+// writes only its own rows: dq and dk go first to per-value-head rows (the final layout itself when
+// HV = H) and are summed over each group in head order afterwards, so the heads need no lock and
+// the sum does not depend on the threads.
 class GradientBuffers {
  public:
-  GradientBuffers(const GdnShape& s, const GdnRefInputs& in) : s_(s) {
-    out_.dq.assign(size_t(s.qk_elems()), 0.0);
-    out_.dk.assign(size_t(s.qk_elems()), 0.0);
+  GradientBuffers(const GdnShape& s, const GdnRefInputs& in, const std::vector<int64_t>& heads) : s_(s) {
+    const int64_t n = heads.empty() ? s.B * s.HV : int64_t(heads.size());
+    slot_.assign(size_t(s.B * s.HV), -1);
+    for (int64_t i = 0; i < n; ++i) slot_[size_t(heads.empty() ? i : heads[size_t(i)])] = i;
+    if (!heads.empty()) {
+      out_.heads = heads;
+      for (int64_t h : heads)
+        if (h % s.group() == 0) out_.qk_heads.push_back(h / s.group());
+    }
+    // In slot order: the full layouts [B, T, HV, .] when every head is computed, else [heads, T, .].
+    rows_ = heads.empty() ? s.B * s.T * s.HV : n * s.T;
+    const int64_t qk_rows = heads.empty() ? s.B * s.T * s.H : int64_t(out_.qk_heads.size()) * s.T;
+    out_.dq.assign(size_t(qk_rows * s.K), 0.0);
+    out_.dk.assign(out_.dq.size(), 0.0);
     if (s.group() > 1) {
-      dq_heads_.assign(size_t(s.B * s.T * s.HV * s.K), 0.0);
+      dq_heads_.assign(size_t(rows_ * s.K), 0.0);
       dk_heads_.assign(dq_heads_.size(), 0.0);
     }
-    out_.dv.assign(size_t(s.v_elems()), 0.0);
-    if (in.g) out_.dg.assign(size_t(s.gate_elems()), 0.0);
-    out_.dbeta.assign(size_t(s.gate_elems()), 0.0);
-    if (in.h0) out_.dh0.assign(size_t(s.state_elems()), 0.0);
+    out_.dv.assign(size_t(rows_ * s.V), 0.0);
+    if (in.g) out_.dg.assign(size_t(rows_), 0.0);
+    out_.dbeta.assign(size_t(rows_), 0.0);
+    if (in.h0) out_.dh0.assign(size_t(n * s.K * s.V), 0.0);
   }
-  double* dq(const HeadView& hd, int64_t t) { return qk_rows(out_.dq, dq_heads_) + qk_row(hd, t); }
-  double* dk(const HeadView& hd, int64_t t) { return qk_rows(out_.dk, dk_heads_) + qk_row(hd, t); }
-  double* dv(const HeadView& hd, int64_t t) { return out_.dv.data() + hd.o_offset(t); }
+  double* dq(const HeadView& hd, int64_t t) { return qk_rows(out_.dq, dq_heads_) + row(hd, t) * s_.K; }
+  double* dk(const HeadView& hd, int64_t t) { return qk_rows(out_.dk, dk_heads_) + row(hd, t) * s_.K; }
+  double* dv(const HeadView& hd, int64_t t) { return out_.dv.data() + row(hd, t) * s_.V; }
   double* dg(const HeadView& hd, int64_t t) {  // nullptr without a gate
-    return out_.dg.empty() ? nullptr : out_.dg.data() + hd.gate_offset(t);
+    return out_.dg.empty() ? nullptr : out_.dg.data() + row(hd, t);
   }
-  double* dbeta(const HeadView& hd, int64_t t) { return out_.dbeta.data() + hd.gate_offset(t); }
+  double* dbeta(const HeadView& hd, int64_t t) { return out_.dbeta.data() + row(hd, t); }
   double* dh0(const HeadView& hd) {  // nullptr without h0
-    return out_.dh0.empty() ? nullptr : out_.dh0.data() + hd.state_offset();
+    return out_.dh0.empty() ? nullptr : out_.dh0.data() + slot(hd) * s_.K * s_.V;
   }
 
   GdnRefGradients finish() {
@@ -60,24 +84,37 @@ class GradientBuffers {
   }
 
  private:
+  int64_t slot(const HeadView& hd) const { return slot_[size_t(hd.b * s_.HV + hd.hv)]; }
+  // Row of token t of the head: (b T + t) HV + hv in the full layout, slot T + t in a subset's.
+  int64_t row(const HeadView& hd, int64_t t) const {
+    return out_.heads.empty() ? (hd.b * s_.T + t) * s_.HV + hd.hv : slot(hd) * s_.T + t;
+  }
   double* qk_rows(std::vector<double>& final_rows, std::vector<double>& head_rows) {
     return s_.group() > 1 ? head_rows.data() : final_rows.data();
   }
-  int64_t qk_row(const HeadView& hd, int64_t t) const { return ((hd.b * s_.T + t) * s_.HV + hd.hv) * s_.K; }
+  // Each q/k head's row of token t is the sum of its group's value-head rows; a subset holds whole
+  // groups, consecutive in slot order.
   void sum_over_groups(const std::vector<double>& per_value_head, std::vector<double>& sum) const {
     const int64_t G = s_.group(), K = s_.K;
-    for (int64_t bt = 0; bt < s_.B * s_.T; ++bt)
-      for (int64_t h = 0; h < s_.H; ++h) {
-        double* row = sum.data() + (bt * s_.H + h) * K;
-        for (int64_t hv = h * G; hv < (h + 1) * G; ++hv) {
-          const double* part = per_value_head.data() + (bt * s_.HV + hv) * K;
-          for (int64_t r = 0; r < K; ++r) row[r] += part[r];
+    const bool subset = !out_.heads.empty();
+    const int64_t blocks = subset ? int64_t(out_.qk_heads.size()) : s_.B * s_.T;
+    const int64_t per_block = subset ? s_.T : s_.H;
+    for (int64_t a = 0; a < blocks; ++a)
+      for (int64_t c = 0; c < per_block; ++c) {
+        double* dst = sum.data() + (a * per_block + c) * K;
+        for (int64_t j = 0; j < G; ++j) {
+          // full: block bt, head c, value head c G + j; subset: group a, token c, slot a G + j
+          const int64_t src_row = subset ? (a * G + j) * s_.T + c : a * s_.HV + c * G + j;
+          const double* part = per_value_head.data() + src_row * K;
+          for (int64_t r = 0; r < K; ++r) dst[r] += part[r];
         }
       }
   }
 
   const GdnShape& s_;
   GdnRefGradients out_;
+  std::vector<int64_t> slot_;
+  int64_t rows_ = 0;
   std::vector<double> dq_heads_, dk_heads_;
 };
 
@@ -433,8 +470,8 @@ GdnRefGradients gdn_recurrent_backward_ref(const GdnShape& s, const GdnRefInputs
       return gdn_recurrent_backward_ref(one, one_in, one_grad, opt, checkpoint_interval);
     });
   const double scale = resolve_scale(opt, s.K);
-  GradientBuffers grads(s, in);
-  for_each_head(s, {}, opt.threads, [&](int64_t, int64_t b, int64_t hv) {
+  GradientBuffers grads(s, in, opt.heads);
+  for_each_head(s, opt.heads, opt.threads, [&](int64_t, int64_t b, int64_t hv) {
     recurrent_head_backward(HeadView{s, in, b, hv}, grad_in, opt, scale, checkpoint_interval, grads);
   });
   if (reference_cancel_requested()) throw ReferenceCancelled();
@@ -452,8 +489,8 @@ GdnRefGradients gdn_chunked_backward_ref(const GdnShape& s, const GdnRefInputs& 
       return gdn_chunked_backward_ref(one, one_in, one_grad, opt, chunk);
     });
   const double scale = resolve_scale(opt, s.K);
-  GradientBuffers grads(s, in);
-  for_each_head(s, {}, opt.threads, [&](int64_t, int64_t b, int64_t hv) {
+  GradientBuffers grads(s, in, opt.heads);
+  for_each_head(s, opt.heads, opt.threads, [&](int64_t, int64_t b, int64_t hv) {
     chunked_head_backward(HeadView{s, in, b, hv}, grad_in, opt, scale, chunk, grads);
   });
   if (reference_cancel_requested()) throw ReferenceCancelled();

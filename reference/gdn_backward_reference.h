@@ -18,7 +18,9 @@ struct GdnRefGradInputs {
   const double* dhT = nullptr;   // dL/dhT, [B, HV, K, V]; nullptr: the loss does not read hT
 };
 
-// dL/d(input) for every input of GdnRefInputs.
+// dL/d(input) for every input of GdnRefInputs. For a subset of heads (GdnRefOptions::heads, whole
+// groups of value heads) each array holds those heads only, head-major: dq, dk [qk_heads, T, K];
+// dv [heads, T, V]; dg, dbeta [heads, T]; dh0 [heads, K, V].
 struct GdnRefGradients {
   std::vector<double> dq, dk;  // [B, T, H, K], summed over the value heads of each q/k head
   std::vector<double> dv;      // [B, T, HV, V]
@@ -27,6 +29,9 @@ struct GdnRefGradients {
   // its gradient is all zero: kept at full size so callers compare it like any other.
   std::vector<double> dbeta;
   std::vector<double> dh0;  // [B, HV, K, V]; empty when in.h0 == nullptr
+  // A subset's heads: value heads b HV + hv, and the q/k heads b H + h whose groups they make
+  // (entry r of an array: heads[r] or qk_heads[r]); both empty when every head is computed.
+  std::vector<int64_t> heads, qk_heads;
 };
 
 // The recurrent backward keeps the state at every checkpoint_interval-th token on a forward
@@ -37,8 +42,10 @@ constexpr int64_t kGdnBackwardCheckpointInterval = 64;
 
 // Reverse mode through the step form S' = exp(g) S; u = beta (v - S'^T k); S = S' + k u^T;
 // o = scale S^T q. opt.threads spreads the heads (b, hv) over threads; the result does not depend
-// on the thread count or on checkpoint_interval (bit for bit). opt.heads must be empty (every head)
-// and opt.o_magnitude is ignored. Throws ReferenceCancelled like gdn_recurrent_ref.
+// on the thread count or on checkpoint_interval (bit for bit). opt.heads, when not empty, is a
+// sorted subset of whole groups (the value heads b HV + h G .. + G - 1 of q/k head (b, h), G = HV
+// / H), each head computed by the same code as in the whole reference; a packed batch takes every
+// head. opt.o_magnitude is ignored. Throws ReferenceCancelled like gdn_recurrent_ref.
 GdnRefGradients gdn_recurrent_backward_ref(const GdnShape& shape, const GdnRefInputs& in,
                                            const GdnRefGradInputs& grad_in,
                                            const GdnRefOptions& opt,
