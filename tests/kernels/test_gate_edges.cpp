@@ -1,7 +1,7 @@
 // The gate's reach of every kernel path's edges: for every plan option of every variant (the kernel
 // a launcher runs), each edge of the problem that some problem taking that option can have (a
-// partial chunk after full ones, T = 1, B > 1, grouped value heads, h0 on and off, V != K, a packed
-// batch, ...) is run by a gate case that takes the option too, on the H200's facts. The probes
+// partial chunk after full ones, T = 1, B > 1, grouped value heads, h0 on and off, V != K, K
+// between buckets, a packed batch, ...) is run by a gate case that takes the option too, on the H200's facts. The probes
 // are a grid of shapes around the chunk size and the K buckets; an edge no probe reaches with an
 // option (fused_decode's T <= 8 has no chunk tail) is not asked of the gate, nor a front-end
 // problem without h0 below 8 tokens, which the gate cannot judge.
@@ -41,6 +41,9 @@ const std::vector<Edge>& edges() {
       {"h0 on", [](const Problem& p) { return p.use_h0; }},
       {"h0 off", [](const Problem& p) { return !p.use_h0; }},
       {"V != K", [](const Problem& p) { return p.shape.V != p.shape.K; }},
+      // A K bucket part-filled (K = 100 in the 128 instance), a block of value columns part-empty.
+      {"K between buckets", [](const Problem& p) { return p.shape.K != 64 && p.shape.K != 128 && p.shape.K != 256; }},
+      {"V no multiple of 32", [](const Problem& p) { return p.shape.V % 32 != 0; }},
       {"a packed batch", [](const Problem& p) { return p.packed(); }},
   };
   return e;
@@ -78,8 +81,9 @@ void probe(std::set<Key>& into) {
     for (const PlanStage& st : vp.stages())
       for (const PlanOption& o : st.options) plans.insert(o.name);
   const std::vector<std::vector<std::string>> grids = {
-      {"--T", "1,2,8,63,64,65,128,300", "--B", "1,2", "--H", "2", "--HV", "2,4", "--K", "64,128,256", "--V", "64,96"},
-      {"--seqlens", "1,63,64,65,200", "--H", "2", "--HV", "2,4", "--K", "64,128,256", "--V", "64,96"},
+      {"--T", "1,2,8,63,64,65,128,300", "--B", "1,2", "--H", "2", "--HV", "2,4", "--K", "64,100,128,256",
+       "--V", "40,64,96"},
+      {"--seqlens", "1,63,64,65,200", "--H", "2", "--HV", "2,4", "--K", "64,100,128,256", "--V", "40,64,96"},
   };
   for (const std::string& plan : plans)
     for (const auto& grid : grids) {
