@@ -182,42 +182,71 @@ class CublasHandle {
 
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;
 
+// attn_naive's forward, its backward (--pass bwd: dq, dk, dv from dout), or both (fwdbwd).
 class AttnNaiveRun : public CudaRunBase {
  public:
-  AttnNaiveRun(const Problem& p, const HostInputs& in) {
+  AttnNaiveRun(const Problem& p, const HostInputs& in) : pass_(p.pass) {
     const GdnShape& s = p.shape;
     q_ = upload(in.q, p.dtype);
     k_ = upload(in.k, p.dtype);
     v_ = upload(in.v, p.dtype);
-    o_elems_ = s.v_elems();
-    o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
+    if (pass_has_forward(pass_)) {
+      o_elems_ = s.v_elems();
+      o_ = allocate(size_t(o_elems_) * dtype_bytes(p.dtype));
+    }
     params_ = AttnParams{p.dtype, s.B, s.T, s.HV, s.K, s.V, q_.get(), k_.get(), v_.get(), o_.get(),
                          float(p.resolved_scale()), true};
-    workspace_ = allocate(attn_naive_workspace_bytes(params_));
+    if (pass_has_forward(pass_)) workspace_ = allocate(attn_naive_workspace_bytes(params_));
+    if (pass_has_backward(pass_)) {
+      dout_ = upload(in.dout, p.dtype);
+      qk_elems_ = s.qk_elems();
+      dq_ = allocate(size_t(qk_elems_) * dtype_bytes(p.dtype));
+      dk_ = allocate(size_t(qk_elems_) * dtype_bytes(p.dtype));
+      dv_ = allocate(size_t(s.v_elems()) * dtype_bytes(p.dtype));
+      backward_workspace_ = allocate(attn_naive_backward_workspace_bytes(params_));
+    }
     cublas_workspace_ = allocate(kCublasWorkspaceBytes);
     CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_));
     CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_.get(), kCublasWorkspaceBytes));
   }
   // The scores too: the softmax reads what the cuBLAS GEMM wrote, so a score it left unwritten
   // (compute-sanitizer's initcheck reported such reads, docs/log/runs-001-033.md, "Sanitizers") becomes a
-  // NaN in o and a FAIL, not a silent stale value. Batches after the first reuse the buffer.
+  // NaN in o and a FAIL, not a silent stale value. Batches after the first reuse the buffer. The
+  // backward's squares and float32 copies likewise.
   void poison_outputs() override {
-    poison(o_, o_elems_, params_.dtype);
+    const DType dt = params_.dtype;
+    poison(o_, o_elems_, dt);
     poison(workspace_, int64_t(workspace_.bytes() / 4), DType::f32);
+    poison(dq_, qk_elems_, dt);
+    poison(dk_, qk_elems_, dt);
+    poison(dv_, int64_t(dv_.bytes() / dtype_bytes(dt)), dt);
+    poison(backward_workspace_, int64_t(backward_workspace_.bytes() / 4), DType::f32);
   }
   void launch() override {
-    CUDA_CHECK(cudaError_t(launch_attn_naive(params_, workspace_.get(), cublas_.get(), stream_)));
+    if (pass_has_forward(pass_))
+      CUDA_CHECK(cudaError_t(launch_attn_naive(params_, workspace_.get(), cublas_.get(), stream_)));
+    if (pass_has_backward(pass_))
+      CUDA_CHECK(cudaError_t(launch_attn_naive_backward(params_, dout_.get(), dq_.get(), dk_.get(), dv_.get(),
+                                                        backward_workspace_.get(), cublas_.get(), stream_)));
   }
   RunOutputs read_outputs() override {
     synchronize();
-    return {download(o_, o_elems_, params_.dtype), {}};
+    RunOutputs out;
+    if (pass_has_forward(pass_)) out.o = download(o_, o_elems_, params_.dtype);
+    if (pass_has_backward(pass_)) {
+      out.dq = download(dq_, qk_elems_, params_.dtype);
+      out.dk = download(dk_, qk_elems_, params_.dtype);
+      out.dv = download(dv_, int64_t(dv_.bytes() / dtype_bytes(params_.dtype)), params_.dtype);
+    }
+    return out;
   }
 
  private:
   CublasHandle cublas_;
+  Pass pass_;
   AttnParams params_;
-  int64_t o_elems_ = 0;
-  DeviceBuffer q_, k_, v_, o_, workspace_, cublas_workspace_;
+  int64_t o_elems_ = 0, qk_elems_ = 0;
+  DeviceBuffer q_, k_, v_, o_, workspace_, dout_, dq_, dk_, dv_, backward_workspace_, cublas_workspace_;
 };
 
 }  // namespace
@@ -300,9 +329,12 @@ std::optional<std::string> attn_naive_unsupported(const Problem& p) {
   if (s.T > 46340) return std::string("T * T must fit in a 32-bit cuBLAS dimension product");
   AttnParams ap{p.dtype, s.B, s.T, s.HV, s.K, s.V};
   const double e = double(dtype_bytes(p.dtype));
-  const double need = double(attn_naive_workspace_bytes(ap)) + double(kCublasWorkspaceBytes) +
-                      e * double(2 * s.qk_elems() + 2 * s.v_elems());
-  return device_memory_shortfall(need, "T x T scores");
+  double need = double(kCublasWorkspaceBytes) + e * double(2 * s.qk_elems() + 2 * s.v_elems());
+  if (pass_has_forward(p.pass)) need += double(attn_naive_workspace_bytes(ap));
+  if (pass_has_backward(p.pass))  // dout, dq, dk, dv, and the float32 squares and copies
+    need += e * double(2 * s.qk_elems() + 2 * s.v_elems()) + double(attn_naive_backward_workspace_bytes(ap));
+  return device_memory_shortfall(need, pass_has_backward(p.pass) ? "T x T scores and the backward's float32 squares"
+                                                                 : "T x T scores");
 }
 
 std::unique_ptr<VariantRun> create_attn_naive(const Problem& p, const HostInputs& in, const RunContext&) {

@@ -82,6 +82,18 @@ std::vector<int64_t> attention_ref_rows(const Problem& p, RefMode mode, int64_t 
   return attention_sample_rows(p.shape.T, budget);
 }
 
+std::vector<int64_t> attention_grad_heads(const Problem& p, RefMode mode, int64_t max_heads) {
+  const bool sampled = mode == RefMode::sampled ||
+                       (mode == RefMode::automatic && attention_ref_work(p) >= kAttentionRefFullBudget);
+  const int64_t heads = p.shape.B * p.shape.HV;
+  if (!sampled || heads <= 2) return {};
+  const double per_head = 4.0 * attention_ref_work(p) / double(heads);
+  const double affordable = std::floor(kAttentionBackwardSampleBudget / std::max(per_head, 1.0));
+  const int64_t count = std::max<int64_t>(2, int64_t(std::min(double(max_heads), affordable)));
+  if (count >= heads) return {};
+  return evenly_spaced(0, heads - 1, count);
+}
+
 double gdn_ref_work(const Problem& p) {
   const GdnShape& s = p.shape;
   return double(s.B) * double(s.HV) * double(s.T) * double(s.K) * double(s.V);

@@ -67,6 +67,14 @@ constexpr double kGdnRefFullBudget = 4294967296.0;
 // machine's 16 cores (the reference runs heads in parallel and each head is sequential in T).
 constexpr int64_t kGdnSampleHeads = 16;
 
+// Attention's backward: the float64 gradients cost ~4x the forward's work per head, and dk, dv of
+// a key sum over every later query row, so a sample is of whole heads (b, h): under `sampled`, or
+// `automatic` past the forward's budget (attention_ref_work >= kAttentionRefFullBudget), the first
+// and the last head and heads spread between them, as many as keep 4 x the sample's work under
+// kAttentionBackwardSampleBudget, at most `max_heads`. Empty: every head.
+constexpr double kAttentionBackwardSampleBudget = 68719476736.0;  // 2^36: ~9 s on 16 cores
+std::vector<int64_t> attention_grad_heads(const Problem& p, RefMode mode, int64_t max_heads = 16);
+
 double gdn_ref_work(const Problem& p);
 
 // The (b, hv) heads of a sampled GDN reference, as flat indices b HV + hv, sorted and distinct:

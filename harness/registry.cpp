@@ -14,6 +14,11 @@ VariantInfo with_backward(VariantInfo v) {
   v.has_backward = true;
   return v;
 }
+// An entry whose backward computes in another precision class than its forward (VariantInfo::backward_precision).
+[[maybe_unused]] VariantInfo backward_in(Precision precision, VariantInfo v) {
+  v.backward_precision = precision;
+  return v;
+}
 // An entry of a variant that runs a packed batch's forward in one launch (VariantInfo::packed_native).
 VariantInfo packed_native(VariantInfo v) {
   v.packed_native = true;
@@ -69,9 +74,12 @@ const std::vector<VariantInfo>& variant_registry() {
       // Deterministic (the default): cuBLAS documents bitwise-identical results run to run on one
       // GPU model when a handle's stream keeps one workspace (cublasSetWorkspace, as here) and
       // atomics stay off (its default); the softmax reduces in a fixed order.
-      {"attn_naive", Family::attention, Backend::cuda, Precision::tensor_core, false, 0,
-       "fp32 bf16 fp16", "any D; T x T scores must fit", attn_naive_unsupported, create_attn_naive,
-       "causal softmax via cuBLAS GEMMs with T x T scores in memory (quadratic baseline)"},
+      backward_in(Precision::fp32_math,
+                  with_backward({"attn_naive", Family::attention, Backend::cuda, Precision::tensor_core, false, 0,
+                                 "fp32 bf16 fp16", "any D; T x T scores must fit", attn_naive_unsupported,
+                                 create_attn_naive,
+                                 "causal softmax via cuBLAS GEMMs with T x T scores in memory (quadratic baseline); "
+                                 "backward in float32 GEMMs"})),
       {"attn_flash", Family::attention, Backend::cuda, Precision::tensor_core, false, 0, "bf16 fp16",
        "K = V in {64, 128, 256}; any T; context 0", attn_flash_unsupported, create_attn_flash,
        "FlashAttention-2 forward: online softmax on mma.sync, K/V tiles streamed, no T x T memory"},

@@ -17,6 +17,7 @@
 #include "harness/frontend_inputs.h"
 #include "harness/progress.h"
 #include "harness/skip.h"
+#include "reference/attention_backward_reference.h"
 
 namespace {
 
@@ -245,7 +246,12 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   row.variant = v.name;
   row.family = family_name(v.family);
   row.backend = backend_name(v.backend);
-  row.precision = precision_name(v.precision);
+  // A row names the class that judged it: the backward's alone for bwd, both when they differ.
+  const Precision grad_precision = v.backward_precision.value_or(v.precision);
+  row.precision = c.problem.pass == Pass::bwd ? precision_name(grad_precision)
+                  : pass_has_backward(c.problem.pass) && grad_precision != v.precision
+                      ? fmt::format("{}/{}", precision_name(v.precision), precision_name(grad_precision))
+                      : std::string(precision_name(v.precision));
   row.device = v.backend == Backend::cuda && opt.gpu.available ? opt.gpu.name : opt.cpu_name;
   const bool is_gdn = v.family == Family::gdn;
   const CaseCost cost = case_cost(v, c.problem);
@@ -311,7 +317,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     if (pass_has_backward(c.problem.pass)) {
       if (!grad_ref.heads.empty()) row.ref_heads = int64_t(grad_ref.heads.size());
       for (Grad g : kGrads)
-        compare_gradient(row, g, output_gradient(out, g), grad_ref, v.precision, opt.tolerances, problems);
+        compare_gradient(row, g, output_gradient(out, g), grad_ref, grad_precision, opt.tolerances, problems);
     }
     for (std::string& p : output_problems(row, c.problem.dtype)) problems.push_back(std::move(p));
     if (c.problem.frontend && is_gdn) {  // the final conv caches: copies of inputs, exact or wrong
@@ -368,6 +374,20 @@ GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int 
   return gdn_recurrent_backward_ref(p.shape, in.view(), in.grad_view(), ro);
 }
 
+GdnRefGradients attention_gradients_for(const Problem& p, const RefInputsF64& in, int threads,
+                                        const std::vector<int64_t>& heads) {
+  const GdnShape& s = p.shape;
+  if (p.context > 0) throw std::logic_error("attention gradients: prefill only (context 0)");
+  AttentionRefGradients a = attention_backward_ref(s.B, s.T, s.HV, s.K, s.V, in.q.data(), in.k.data(), in.v.data(),
+                                                   in.dout.data(), p.resolved_scale(), true, threads, heads);
+  GdnRefGradients g;
+  g.heads = g.qk_heads = heads;  // H = HV: a head's q, k and v rows are its own
+  g.dq = std::move(a.dq);
+  g.dk = std::move(a.dk);
+  g.dv = std::move(a.dv);
+  return g;
+}
+
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads) {
   const GdnShape& s = p.shape;
   if (p.context > 0) {
@@ -415,9 +435,11 @@ ResultRow verify_single_case(const Case& c, const RunOptions& opt, const HostInp
   const GdnRefOutputs gdn_ref = is_gdn && pass_has_forward(c.problem.pass)
                                     ? gdn_reference_for(c.problem, ref_in, opt.cpu_threads, heads)
                                     : GdnRefOutputs{};
-  const GdnRefGradients grad_ref = is_gdn && runnable && pass_has_backward(c.problem.pass)
-                                       ? gdn_gradients_for(c.problem, ref_in, opt.cpu_threads, heads)
-                                       : GdnRefGradients{};
+  const bool backward = runnable && pass_has_backward(c.problem.pass);
+  const GdnRefGradients grad_ref = backward && is_gdn ? gdn_gradients_for(c.problem, ref_in, opt.cpu_threads, heads)
+                                   : backward         ? attention_gradients_for(c.problem, ref_in, opt.cpu_threads,
+                                                                                attention_grad_heads(c.problem, opt.attention_ref))
+                                                      : GdnRefGradients{};
   const bool have_cache = c.problem.context == 0 || !inputs.k_cache.empty();
   const AttentionRef attn_ref =
       is_gdn || !have_cache
@@ -436,9 +458,9 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
   HostInputs inputs;
   RefInputsF64 ref_in;
   GdnRefOutputs gdn_ref;
-  GdnRefGradients grad_ref;
+  GdnRefGradients grad_ref, attn_grad_ref;  // the same inputs' gradients of either family
   AttentionRef attn_ref;
-  bool have_gdn_ref = false, have_grad_ref = false, have_attn_ref = false;
+  bool have_gdn_ref = false, have_grad_ref = false, have_attn_ref = false, have_attn_grad_ref = false;
 
   for (size_t i = 0; i < cases.size() && !summary.interrupted; ++i) {
     if (interrupt_requested()) {
@@ -459,6 +481,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         ref_in = RefInputsF64{};
         gdn_ref = GdnRefOutputs{};
         grad_ref = GdnRefGradients{};
+        attn_grad_ref = GdnRefGradients{};
         attn_ref = AttentionRef{};
         try {
           inputs = make_inputs(c.problem);
@@ -466,7 +489,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         } catch (const std::bad_alloc&) {  // say which problem and how many bytes, in one line
           throw std::runtime_error(inputs_out_of_memory(c.problem, true));
         }
-        have_gdn_ref = have_grad_ref = have_attn_ref = false;
+        have_gdn_ref = have_grad_ref = have_attn_ref = have_attn_grad_ref = false;
       }
       // Each reference only where a case needs it: a backward pass alone compares no o.
       const bool is_gdn = c.variant->family == Family::gdn;
@@ -474,6 +497,11 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
         grad_ref = gdn_gradients_for(c.problem, ref_in, opt.cpu_threads,
                                      gdn_ref_heads(c.problem, opt.gdn_ref, opt.gdn_sample_heads));
         have_grad_ref = true;
+      }
+      if (runnable && !is_gdn && pass_has_backward(c.problem.pass) && !have_attn_grad_ref) {
+        attn_grad_ref = attention_gradients_for(c.problem, ref_in, opt.cpu_threads,
+                                                attention_grad_heads(c.problem, opt.attention_ref));
+        have_attn_grad_ref = true;
       }
       if (runnable && is_gdn && pass_has_forward(c.problem.pass) && !have_gdn_ref) {
         gdn_ref = gdn_reference_for(c.problem, ref_in, opt.cpu_threads,
@@ -487,7 +515,7 @@ RunSummary execute_cases(const std::vector<Case>& cases, const RunOptions& opt,
             opt.cpu_threads);
         have_attn_ref = true;
       }
-      ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt, grad_ref);
+      ResultRow row = run_case(c, inputs, gdn_ref, attn_ref, opt, is_gdn ? grad_ref : attn_grad_ref);
       if (interrupt_requested()) {
         summary.interrupted = true;
         break;

@@ -83,6 +83,11 @@ GdnRefOutputs gdn_reference_for(const Problem& p, const RefInputsF64& in, int th
 // upstream gradients in `in`; `heads` as for gdn_reference_for, in whole groups (gdn_ref_heads).
 GdnRefGradients gdn_gradients_for(const Problem& p, const RefInputsF64& in, int threads,
                                   const std::vector<int64_t>& heads = {});
+// The float64 gradients dq, dk, dv of causal attention (attention_backward_ref) from the inputs
+// and dout in `in` (dhT is not read: attention has no state); the other gradients empty. `heads`
+// (flat b H + h, attention_grad_heads): those heads only.
+GdnRefGradients attention_gradients_for(const Problem& p, const RefInputsF64& in, int threads,
+                                        const std::vector<int64_t>& heads = {});
 std::vector<double> attention_reference_for(const Problem& p, const RefInputsF64& in, int threads);
 // The attention answer for the query rows `rows` only (empty: every row, attention_reference_for).
 AttentionRef attention_reference_rows_for(const Problem& p, const RefInputsF64& in,

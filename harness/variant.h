@@ -73,6 +73,10 @@ struct VariantInfo {
   // Runs the backward (--pass bwd, fwdbwd) as well as the forward; without one a backward case is
   // SKIPPED ("no backward pass"). With a default, as above: forward only.
   bool has_backward = false;
+  // The precision class of the backward's arithmetic when it is not the forward's (attn_naive's
+  // forward rounds P to the dtype, its backward is float32 math): its gradients are judged by that
+  // class's bounds. nullopt: the forward's. With a default, as above.
+  std::optional<Precision> backward_precision = std::nullopt;
   // Runs a packed batch's forward (Problem::packed) in one launch over its sequences. Otherwise, and
   // for every backward, the variant runs one launch per sequence on views of the packed buffers
   // (kernels/common/gdn_sequence_params.h), timed as the whole batch; the row's plan says

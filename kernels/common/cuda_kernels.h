@@ -46,6 +46,13 @@ struct AttnParams {
 size_t attn_naive_workspace_bytes(const AttnParams& p);
 int launch_attn_naive(const AttnParams& p, void* workspace, cublasHandle_t handle,
                       cudaStream_t stream);
+// attn_naive's backward in float32 math: dq, dk, dv of L = sum(dout .* o) (dout [B, T, H, Dv] in
+// the dtype; dq, dk, dv written in it), from the inputs alone (P recomputed in float32, never
+// rounded). Workspace: float32 copies of q, k and dout, float32 gradients, and two float32 T x T
+// squares (P, then dP into dS) for the H heads of one batch entry.
+size_t attn_naive_backward_workspace_bytes(const AttnParams& p);
+int launch_attn_naive_backward(const AttnParams& p, const void* dout, void* dq, void* dk, void* dv,
+                               void* workspace, cublasHandle_t handle, cudaStream_t stream);
 
 // attn_flash: causal FlashAttention-2 forward on tensor cores (kernels/attn_flash/attn_flash.cu); D = Dv in
 // {64, 128, 256}, bf16 or fp16, any T. No workspace.

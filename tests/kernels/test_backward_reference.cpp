@@ -265,7 +265,14 @@ TEST_CASE("chunked backward equals the recurrent backward to 1e-12", "[reference
   CHECK(chk.dg.size() == rec.dg.size());
   CHECK(rel_l2(chk.dg, rec.dg) <= kChunkedBound);
   CHECK(chk.dbeta.size() == rec.dbeta.size());
-  CHECK(rel_l2(chk.dbeta, rec.dbeta) <= kChunkedBound);
+  // dbeta_t = du_t . (v_t - S'^T k_t) is one dot product a token whose terms may cancel (with few
+  // tokens, nothing averages it out): relative to its own size, or to the size of its terms, du
+  // (which dv = beta du carries) times the residual, of order |v|.
+  double dv_max = 0.0, v_max = 0.0;
+  for (double x : rec.dv) dv_max = std::max(dv_max, std::abs(x));
+  for (double x : d.v) v_max = std::max(v_max, std::abs(x));
+  CHECK((rel_l2(chk.dbeta, rec.dbeta) <= kChunkedBound ||
+         testutil::max_abs_diff(chk.dbeta, rec.dbeta) <= kChunkedBound * double(s.V) * dv_max * v_max));
   CHECK(chk.dh0.size() == rec.dh0.size());
   CHECK(rel_l2(chk.dh0, rec.dh0) <= kChunkedBound);
 }

@@ -105,3 +105,28 @@ TEST_CASE("attn_flash, attn_naive and attn_decode skip what they do not run, wit
   CHECK(fp32.status == Status::skipped);
   CHECK(fp32.reason.find("fp32") != std::string::npos);
 }
+
+TEST_CASE("attn_naive's backward matches the float64 attention backward on the GPU", "[gpu][attention][backward]") {
+  if (!gpu_or_warn()) return;
+  const DType dt = GENERATE(DType::f32, DType::bf16, DType::f16);
+  const Pass pass = GENERATE(Pass::bwd, Pass::fwdbwd);
+  const auto shape = GENERATE(std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 64, 64},
+                              std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{2, 65, 2, 100, 40},
+                              std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>{1, 300, 3, 128, 128});
+  const auto [B, T, H, D, Dv] = shape;
+  Problem p = attention_problem(B, T, H, D, dt);
+  p.shape.V = Dv;
+  p.pass = pass;
+  INFO("seed " << p.seed << " " << dtype_name(dt) << " " << pass_name(pass) << " B " << B << " T " << T << " H " << H
+               << " D " << D << " Dv " << Dv);
+  const ResultRow row = verify_on_gpu("attn_naive", p);
+  INFO(row.reason);
+  CHECK(row.status == Status::pass);
+  // Float32 math: each gradient within a hair of its rounding floor (fp32: of the float32 bound).
+  for (Grad g : {Grad::dq, Grad::dk, Grad::dv}) {
+    INFO(grad_name(g) << " rel_l2 " << row.grad[size_t(g)].rel_l2);
+    CHECK(row.grad[size_t(g)].present);
+    CHECK(row.grad[size_t(g)].unwritten == 0);
+    if (dt != DType::f32) CHECK(row.grad[size_t(g)].err_vs_floor < 1.05);
+  }
+}
