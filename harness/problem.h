@@ -85,6 +85,9 @@ struct Problem {
   // --plan: the plan to force (harness/plans.h, kernels/plans/launch_plans.h); "auto": the variant's
   // own choice. Not part of the inputs: the same inputs and reference serve every plan.
   std::string plan = "auto";
+  // --segments R: run the forward as R segments of each row with the exchange between them
+  // (harness/segments.h); 1: whole. Not part of the inputs.
+  int64_t segments = 1;
   Pass pass = Pass::fwd;
   // Backward passes: the loss reads hT too (L = sum(dO .* o) + sum(dhT .* hT), dhT drawn from the
   // seed); false: L = sum(dO .* o), dhT = 0. Moot for the forward.

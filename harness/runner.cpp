@@ -16,6 +16,7 @@
 #include "harness/cost.h"
 #include "harness/frontend_inputs.h"
 #include "harness/progress.h"
+#include "harness/segments.h"
 #include "harness/skip.h"
 #include "reference/attention_backward_reference.h"
 
@@ -279,8 +280,10 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.reason = plan.unsupported;
       return row;
     }
-    row.plan = plan.name() + (runs_by_sequence(v, c.problem) ? " (per sequence)" : "");
-    std::unique_ptr<VariantRun> run = v.create(c.problem, inputs, ctx);
+    row.plan = plan.name() + (runs_by_sequence(v, c.problem) ? " (per sequence)" : "") +
+               (c.problem.segments > 1 ? fmt::format(" ({} segments)", c.problem.segments) : "");
+    std::unique_ptr<VariantRun> run = c.problem.segments > 1 ? create_segmented_run(v, c.problem, inputs, ctx)
+                                                             : v.create(c.problem, inputs, ctx);
     run->poison_outputs();
     run->launch();
     run->synchronize();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/frontend_inputs.h"
+#include "harness/segments.h"
 
 std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, const GpuInfo& gpu) {
   // First: on any machine, a variant without a backward cannot run one.
@@ -24,5 +25,6 @@ std::optional<std::string> skip_reason(const VariantInfo& v, const Problem& p, c
     if (!p.use_gate || !p.use_delta || p.use_h0)
       return std::string("attention baselines run only on the plain GDN configuration (gate on, delta on, h0 off)");
   }
+  if (p.segments > 1) return segments_unsupported(v, p);
   return v.unsupported(p);
 }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "harness/io/tolerance_file.h"
+#include "harness/segments.h"
 
 namespace po = boost::program_options;
 
@@ -57,6 +58,9 @@ po::options_description option_description() {
                           "joined by '/' (e.g. stream/rows, two_level_pair); a variant whose plan cannot run "
                           "the problem gives a SKIPPED row; with --variants auto only the variants that have "
                           "the plan are picked")
+      ("segments", s("1"), "GDN forward as R segments of each row on chunk boundaries, the states between them "
+                           "exchanged (the one-device form of a context-parallel split; harness/segments.h): "
+                           "1 (whole), or up to 64")
       ("gate", s("on"), "on, off (off: no g tensor, DeltaNet)")
       ("delta", s("on"), "on, off (off: gated linear attention)")
       ("h0", s("off"), "on, off (initial state)")
@@ -314,6 +318,9 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
                            "pass", "dht"})
     reject_empty_items(list, opt(vm, list));  // the size lists check theirs as they parse
   const auto Bs = parse_positive_list("B", opt(vm, "B"));
+  const auto segs = parse_positive_list("segments", opt(vm, "segments"));
+  for (int64_t r : segs)
+    if (r > kMaxSegments) throw UsageError(fmt::format("--segments: {} is more than {}", r, kMaxSegments));
   const auto Ts0 = parse_positive_list("T", opt(vm, "T"));
   int64_t packed_T = 0;
   const std::string seqlens = packed_spec(vm, T_given, seed, Bs, Ts0, packed_T);
@@ -373,7 +380,8 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
   double bound = 1.0;
   for (size_t n : {Bs.size(), Ts.size(), contexts.size(), Hs.size(), HVs.size(), Ks.size(), Vs.size(), chunks.size(),
                    dtypes.size(), gates.size(), deltas.size(), h0s.size(), gate_dists.size(),
-                   beta_dists.size(), variants.size(), frontends.size(), plans.size(), passes.size(), dhts.size()})
+                   beta_dists.size(), variants.size(), frontends.size(), plans.size(), passes.size(), dhts.size(),
+                   segs.size()})
     bound *= double(n);
   bound += double(cases.size());  // those of the grids before
   if (bound > double(kMaxCases))
@@ -396,7 +404,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
       for (DType dt : dtypes) for (bool gate : gates) for (bool delta : deltas) for (bool h0 : h0s)
       for (GateDist gd : gate_dists) for (BetaDist bd : beta_dists) for (bool fe : frontends)
       for (Pass pass : passes) for (bool dht : dhts)
-      for (const std::string& plan : plans)
+      for (const std::string& plan : plans) for (int64_t segments : segs)
       for (auto [variant, is_explicit] : variants)
       for (size_t ci = 0; ci < chunks.size(); ++ci) {
         // Picked by auto, a variant runs a forced plan only where it has one of that name.
@@ -426,6 +434,7 @@ void expand_grid(const po::variables_map& vm, bool cuda_available, uint64_t seed
         p.seed = seed;
         p.frontend = fe;
         p.plan = plan;
+        p.segments = segments;
         p.pass = pass;
         p.use_dht = dht;
         p.seqlens = seqlens;

@@ -58,7 +58,12 @@ const std::vector<Column>& columns() {
       {"backend", [](const M&, const R& r) { return r.backend; }},
       {"precision", [](const M&, const R& r) { return r.precision; }},
       {"plan", [](const M&, const R& r) { return r.plan; }},
-      {"plan_forced", [](const M&, const R& r) { return r.problem.plan == "auto" ? std::string() : r.problem.plan; }},
+      // The plan forced, and a forced sequence split (--segments) with it: "segments=3", "plain segments=3".
+      {"plan_forced", [](const M&, const R& r) {
+         std::string f = r.problem.plan == "auto" ? std::string() : r.problem.plan;
+         if (r.problem.segments > 1) f += (f.empty() ? "" : " ") + fmt::format("segments={}", r.problem.segments);
+         return f;
+       }},
       {"dtype", [](const M&, const R& r) { return std::string(dtype_name(r.problem.dtype)); }},
       {"B", [](const M&, const R& r) { return std::to_string(r.problem.shape.B); }},
       {"T", [](const M&, const R& r) { return std::to_string(r.problem.shape.T); }},
