@@ -112,10 +112,6 @@ cudaError_t prepare_for_type(const GdnParams& p, const GdnWyUtWorkspace& ws, cud
 // (wy_ut_scan_groups in kernels/plans/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
 // its U, states and the state entering group 1; the others their R and M), the combine for the
 // states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
-// The state scan: one launch, or with ws.scan_groups = G > 1 the two-level scan's three passes
-// (wy_ut_scan_groups in kernels/plans/launch_plans.h): pass 1 groups 0 .. G-2 (group 0 from h0, writing
-// its U, states and the state entering group 1; the others their R and M), the combine for the
-// states entering groups 2 .. G-1, pass 3 groups 1 .. G-1 from those (U, states, hT).
 template <typename T, int kK>
 cudaError_t states_for_k(const GdnParams& p, const GdnWyUtWorkspace& ws, cudaStream_t stream) {
   const int bytes = StateLayout<kK>::kBytes;
