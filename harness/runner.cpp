@@ -338,8 +338,10 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
     set_verdict(row, problems);
     if (opt.check_determinism && row.status == Status::pass) check_determinism(v, *run, out, row);
 
-    // A variant is timed only after it verified: a wrong kernel has no speed.
-    if (opt.timed && row.status == Status::pass) {
+    // A variant is timed only after it verified: a wrong kernel has no speed. A split run
+    // (--segments) is not timed: its exchange runs on the host between the passes and each launch
+    // sets up its seeded pass anew (harness/segments.h), so a time would be of the harness.
+    if (opt.timed && row.status == Status::pass && c.problem.segments == 1) {
       row.timing = v.backend == Backend::cpu ? time_cpu_run(*run, opt.timing)
                                              : time_gpu_run(*run, opt.timing);
       if (v.backend == Backend::cuda && opt.ceilings.measured) {

@@ -6,10 +6,10 @@
 //   exchange: S_0 = h0 (or 0), S_{r+1} = A_r S_r + B_r, in float32 (segment_entry_states);
 //   seeded:   every segment again from its true entering state S_r: o, and hT from the last one.
 // The same algebra as wy_ut's two-level scan one level up, and what a context-parallel run does
-// across devices, where the exchange is the only step that crosses them (issue of context
-// parallelism: the NCCL exchange replaces segment_entry_states' loop there). Here the exchange runs
-// on the host between the passes, so the row times the passes with their transfers: a correctness
-// path, not a speed one.
+// across devices, where the exchange is the only step that crosses them (there an NCCL exchange
+// would take the place of segment_entry_states' loop). Here the exchange runs
+// on the host between the passes, and each launch creates its seeded pass: a correctness path,
+// whose rows `run` does not time.
 #pragma once
 #include <cstdint>
 #include <memory>

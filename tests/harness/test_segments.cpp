@@ -113,3 +113,20 @@ TEST_CASE("a split the variant or the problem cannot take is SKIPPED with its re
   fe.frontend = true;
   CHECK(skip_reason(cpu, fe, no_gpu));  // the CPU variants take no front end at all
 }
+
+TEST_CASE("a split run is verified but not timed", "[harness][segments]") {
+  RunOptions opt;
+  opt.cpu_threads = 2;
+  opt.timed = true;
+  opt.timing.warmup = 0;
+  opt.timing.min_samples = 2;
+  opt.timing.max_seconds = 0.1;
+  const Problem whole = split_problem(70, 1, true, 3), split = split_problem(70, 2, true, 3);
+  const RunSummary sum = execute_cases({Case{whole, find_variant("cpu_chunked"), true}, Case{split, find_variant("cpu_chunked"), true}},
+                                       opt, [](const ResultRow&) {});
+  REQUIRE(sum.rows.size() == 2);
+  CHECK(sum.rows[0].status == Status::pass);
+  CHECK(sum.rows[0].timing.has_value());
+  CHECK(sum.rows[1].status == Status::pass);
+  CHECK_FALSE(sum.rows[1].timing.has_value());
+}
