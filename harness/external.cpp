@@ -432,19 +432,6 @@ void judge_conv_caches(const CheckOptions& opt, const Problem& p, const GdnRefOu
 
 namespace {
 
-// Where gradient g lives: dq, dk as q, k; dv as v; dg, dbeta as g, beta; dh0 as h0 (K x V).
-std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s) {
-  switch (g) {
-    case Grad::dq:
-    case Grad::dk: return dims({s.B, s.T, s.H, s.K});
-    case Grad::dv: return dims({s.B, s.T, s.HV, s.V});
-    case Grad::dg:
-    case Grad::dbeta: return dims({s.B, s.T, s.HV});
-    case Grad::dh0: return dims({s.sequences(), s.HV, s.K, s.V});
-  }
-  throw std::logic_error("gradient outside kGrads");
-}
-
 bool gradient_exists(Grad g, const Problem& p) {
   return (g != Grad::dg || p.use_gate) && (g != Grad::dh0 || p.use_h0);
 }

@@ -108,6 +108,9 @@ std::string cpu_model_name();
 // The reference's gradient g (kGrads order; empty where it does not exist: dg without a gate, dh0
 // without h0).
 const std::vector<double>& reference_gradient(const GdnRefGradients& ref, Grad g);
+// Where gradient g lives, over every head: dq, dk as q, k [B, T, H, K]; dv as v; dg, dbeta as g,
+// beta [B, T, HV]; dh0 as h0 [B or sequences, HV, K, V].
+std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s);
 // Gradient g against the float64 reference's, into row.grad[g], with the bound of `tolerances` for
 // `precision` on its floor in row.tol.grad_rel_l2[g]: absent from both it is not compared; returned
 // where none exists, or missing where one does, it is a problem. A sampled reference (ref.heads) is
