@@ -594,6 +594,9 @@ def parse_args():
     p.add_argument("--workdir", default=None, help="where the dumps go (default: a temporary directory)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     p.add_argument("--T", default="512,1024,2048,4096,8192,16384,32768,65536,131072", help="sequence lengths")
+    p.add_argument("--seqlens", action="append", default=[], metavar="SPEC",
+                   help="a packed batch (gdnbench's --seqlens: '1,63,64', '1024*16', 'random:16:1-2047'), B = 1, "
+                        "passed to the peers as cu_seqlens; repeat for several; replaces --T and --B")
     p.add_argument("--B", default="1")
     p.add_argument("--H", default="32")
     p.add_argument("--K", default="128")
@@ -657,17 +660,20 @@ def main():
     header, run_cells = csv_header(args.gdnbench, work, args.tolerances)
     out = CsvOut(args.out, header, run_cells)
     failed = crashed = 0
-    for B in int_list(args.B):
-        for H in int_list(args.H):
-            for T in int_list(args.T):
-                shape = {"B": B, "T": T, "H": H, "K": int_list(args.K)[0], "V": int_list(args.V)[0],
-                         "dtype": args.dtype, "h0": args.h0}
-                d = os.path.join(work, f"B{B}_T{T}_H{H}")
-                manifest = dump(args.gdnbench, shape, seed, d, args.pass_, args.dht)
-                f, c = run_shape(args, d, manifest, variants, device, out)
-                failed, crashed = failed + f, crashed + c
-                if not args.workdir:  # the long shapes' dumps and references take gigabytes
-                    shutil.rmtree(d, ignore_errors=True)
+    # A packed batch is B = 1 with its lengths in place of T; each spec is one shape.
+    batches = [(1, None, spec) for spec in args.seqlens] or \
+        [(B, T, None) for B in int_list(args.B) for T in int_list(args.T)]
+    for H in int_list(args.H):
+        for n, (B, T, spec) in enumerate(batches):
+            shape = {"B": B, "H": H, "K": int_list(args.K)[0], "V": int_list(args.V)[0],
+                     "dtype": args.dtype, "h0": args.h0}
+            shape.update({"seqlens": spec} if spec else {"T": T})
+            d = os.path.join(work, f"packed{n}_H{H}" if spec else f"B{B}_T{T}_H{H}")
+            manifest = dump(args.gdnbench, shape, seed, d, args.pass_, args.dht)
+            f, c = run_shape(args, d, manifest, variants, device, out)
+            failed, crashed = failed + f, crashed + c
+            if not args.workdir:  # the long shapes' dumps and references take gigabytes
+                shutil.rmtree(d, ignore_errors=True)
     if not args.workdir:
         shutil.rmtree(work, ignore_errors=True)
     print(f"wrote {args.out}: {failed} check(s) failed, {crashed} crash(es)")
