@@ -212,16 +212,17 @@ TEST_CASE("a backward row without a gradient bound fails instead of passing unju
   ToleranceProfile none = parse_tolerance_text("fp32_math fp32 o=1e-5\n", "p.txt");
   // No way to state "no bound" in a file (a bound must be positive), so the check is on the rule:
   // grad_bound_at gives 0 where an entry has no gradient bound, and 0 fails.
-  CHECK(none.grad_bound_at(Precision::tensor_core, DType::bf16, Grad::dq, 1e-3) == 0.0);
+  CHECK(none.grad_bound_at(Precision::tensor_core_frontend, DType::bf16, Grad::dq, 1e-3) == 0.0);
+  CHECK(none.grad_bound_at(Precision::tensor_core, DType::bf16, Grad::dg, 1e-3) == Approx(2.5e-3));
   CHECK(none.grad_bound_at(Precision::fp32_math, DType::bf16, Grad::dq, 1e-3) == Approx(2.5e-3));
   CHECK(none.grad_bound_at(Precision::fp32_math, DType::bf16, Grad::dq, 2e-3) == Approx(3e-3));  // 1.5 floors
   ResultRow row = row_of(small_problem(Pass::bwd), Status::pass);
-  row.precision = "tensor_core";
+  row.precision = "tensor_core_frontend";
   row.grad[size_t(Grad::dq)].present = true;
   row.grad[size_t(Grad::dq)].compared = row.grad[size_t(Grad::dq)].referenced = 10;
   const std::vector<std::string> problems = output_problems(row, DType::bf16);
   REQUIRE(!problems.empty());
-  CHECK_THAT(problems[0], Catch::Contains("no bound for tensor_core bf16"));
+  CHECK_THAT(problems[0], Catch::Contains("no bound for tensor_core_frontend bf16"));
 }
 
 TEST_CASE("tolerance files state gradient bounds; the float32 ones take no floor multiple", "[harness][pass]") {

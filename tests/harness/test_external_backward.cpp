@@ -102,7 +102,7 @@ TEST_CASE("check --dq ...: the CPU backward passes, a perturbed or non-finite gr
   opt.dir = dump;
   opt.pass = Pass::bwd;
   opt.variant = "ext:cpu";
-  opt.precision = Precision::fp32_math;  // the only class with gradient bounds built in
+  opt.precision = Precision::fp32_math;  // the float32 backward's class
   opt.threads = 2;
   for (Grad g : kGrads) opt.grad_paths[size_t(g)] = write_gradient(dir, g, gradient_of(out, g), p);
 
@@ -155,11 +155,31 @@ TEST_CASE("check --dq ...: the CPU backward passes, a perturbed or non-finite gr
     CHECK_FALSE(row.grad[size_t(Grad::dq)].present);
     CHECK_THAT(row.reason, Catch::Contains("not given: dq, dv, dg, dbeta, dh0"));
   }
-  SECTION("the built-in tensor_core class has no gradient bounds yet: FAIL, saying so") {
+  SECTION("the built-in tensor_core class judges gradients by the forward's contract") {
     opt.precision = Precision::tensor_core;
+    CHECK(check_external(opt).status == Status::pass);  // float32 gradients: far inside it
+    // dg off by 1e-3 relative: past fp32_math's 1e-4, inside tensor_core bf16's 2.5e-3 (as hT's);
+    // tensor_core fp32 keeps fp32_math's bounds (a float32-accurate path).
+    auto dg_scaled = [&](float f) {
+      std::vector<float> x = out.dg;
+      for (float& e : x) e *= f;
+      opt.grad_paths[size_t(Grad::dg)] = write_gradient(dir, Grad::dg, x, p);
+      return check_external(opt);
+    };
+    const ResultRow near = dg_scaled(1.001f);
+    CHECK(near.status == (dt == DType::bf16 ? Status::pass : Status::fail));
+    CHECK(near.grad[size_t(Grad::dg)].rel_l2 == Approx(1e-3).epsilon(0.01));
+    const ResultRow far = dg_scaled(1.004f);
+    CHECK(far.status == Status::fail);
+    CHECK_THAT(far.reason, Catch::Contains("dg rel_l2"));
+    opt.precision = Precision::fp32_math;
+    CHECK(dg_scaled(1.001f).status == Status::fail);
+  }
+  SECTION("a class with no gradient bounds fails, saying so") {
+    opt.precision = Precision::tensor_core_frontend;
     const ResultRow row = check_external(opt);
     CHECK(row.status == Status::fail);
-    CHECK_THAT(row.reason, Catch::Contains("dq: the tolerance profile has no bound for tensor_core"));
+    CHECK_THAT(row.reason, Catch::Contains("dq: the tolerance profile has no bound for tensor_core_frontend"));
     CHECK(row.grad[size_t(Grad::dq)].present);  // measured all the same: the figures a bound needs
   }
 }
