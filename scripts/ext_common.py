@@ -70,7 +70,8 @@ def dump(binary, shape, seed, outdir, pass_="fwd", dht="on"):
     """One problem's dump; a packed batch when shape has "seqlens" (gdnbench's --seqlens: B = 1, T the
     total). A backward pass (`pass_` bwd or fwdbwd) also dumps the upstream gradients dO and (dht on) dhT."""
     size = ["--seqlens", shape["seqlens"]] if shape.get("seqlens") else ["--B", str(shape["B"]), "--T", str(shape["T"])]
-    args = ["dump", *size, "--H", str(shape["H"]),
+    heads = ["--H", str(shape["H"])] + (["--HV", str(shape["HV"])] if shape.get("HV") else [])
+    args = ["dump", *size, *heads,
             "--K", str(shape["K"]), "--V", str(shape["V"]), "--dtypes", shape["dtype"],
             "--h0", shape["h0"], "--pass", pass_, "--dht", dht, "--seed", str(seed), "--out", outdir]
     run_gdnbench(binary, args)

@@ -492,6 +492,11 @@ def self_test(args):
         assert len(CsvOut(out.path, header, run_cells).rows) == len(SELF_TEST_VARIANTS)  # reopens and keeps them
         assert all(r["tolerances"] == "builtin" and r["schema_version"] == run_cells["schema_version"]
                    for r in rows.values()), "every row, SKIPPED ones too, names its profile"
+        # Grouped heads (--HV): the dump has HV value heads, and the stand-in passes on them.
+        d = os.path.join(work, "dump_grouped")
+        manifest = dump(binary, dict(shape, B=1, HV=4), 5, d)
+        assert (manifest["H"], manifest["HV"]) == (2, 4), manifest
+        assert run_shape(args, d, manifest, ["selftest:good"], "self-test", out) == (0, 0)
         bwd_csv = backward_self_test(args, work, shape, header, run_cells)
         packed_csv = packed_self_test(args, work, header, run_cells)
         run_gdnbench(binary, ["report", out.path, bwd_csv, packed_csv, "--out", os.path.join(work, "r.md")])
@@ -599,6 +604,7 @@ def parse_args():
                         "passed to the peers as cu_seqlens; repeat for several; replaces --T and --B")
     p.add_argument("--B", default="1")
     p.add_argument("--H", default="32")
+    p.add_argument("--HV", default=None, help="value heads (grouped: a multiple of H); default H")
     p.add_argument("--K", default="128")
     p.add_argument("--V", default="128")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16", "fp32"))
@@ -665,8 +671,8 @@ def main():
         [(B, T, None) for B in int_list(args.B) for T in int_list(args.T)]
     for H in int_list(args.H):
         for n, (B, T, spec) in enumerate(batches):
-            shape = {"B": B, "H": H, "K": int_list(args.K)[0], "V": int_list(args.V)[0],
-                     "dtype": args.dtype, "h0": args.h0}
+            shape = {"B": B, "H": H, "HV": int(args.HV) if args.HV else None, "K": int_list(args.K)[0],
+                     "V": int_list(args.V)[0], "dtype": args.dtype, "h0": args.h0}
             shape.update({"seqlens": spec} if spec else {"T": T})
             d = os.path.join(work, f"packed{n}_H{H}" if spec else f"B{B}_T{T}_H{H}")
             manifest = dump(args.gdnbench, shape, seed, d, args.pass_, args.dht)
