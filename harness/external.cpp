@@ -26,6 +26,7 @@
 #include "harness/io/csv_read.h"
 #include "harness/io/npy.h"
 #include "harness/io/tolerance_file.h"
+#include "harness/reference_sample.h"
 #include "harness/runner.h"
 #include "kernels/frontend/frontend.h"
 
@@ -432,7 +433,9 @@ void judge_conv_caches(const CheckOptions& opt, const Problem& p, const GdnRefOu
 
 namespace {
 
-bool gradient_exists(Grad g, const Problem& p) {
+// Attention has no gate, beta or state: its gradients are dq, dk and dv.
+bool gradient_exists(Grad g, const Problem& p, bool is_gdn) {
+  if (!is_gdn) return grad_has_dtype_floor(g);
   return (g != Grad::dg || p.use_gate) && (g != Grad::dh0 || p.use_h0);
 }
 
@@ -449,12 +452,14 @@ void check_what_is_judged(const CheckOptions& opt, const Problem& dumped, bool i
     any = true;
     if (!backward)
       throw UsageError(fmt::format("check: --{}: gradients are judged under --pass bwd or fwdbwd", grad_name(g)));
-    if (!gradient_exists(g, dumped))
+    if (!is_gdn && !gradient_exists(g, dumped, is_gdn))
+      throw UsageError(fmt::format("check: --{}: attention has no gate, beta or state (its gradients: dq, dk, dv)",
+                                   grad_name(g)));
+    if (!gradient_exists(g, dumped, is_gdn))
       throw UsageError(fmt::format("check: --{}: the problem has no {}, so no {}", grad_name(g),
                                    g == Grad::dg ? "gate" : "h0", grad_name(g)));
   }
   if (!backward) return;
-  if (!is_gdn) throw UsageError("check: gradients are for --family gdn only");
   if (!pass_has_backward(dumped.pass))
     throw UsageError(fmt::format("check: {}: the dump holds no dO (make it with gdnbench dump --pass bwd)", pass));
   if (!any)
@@ -502,7 +507,7 @@ void judge_forward(const CheckOptions& opt, const Problem& p, const RefInputsF64
 // The gradients given against the float64 backward (the reference of `verify --pass bwd`), into
 // row.grad and row.tol.grad_rel_l2. Every file is read before the reference is computed, so a
 // wrong one stops the check at once.
-void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF64& ref_in, ResultRow& row,
+void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF64& ref_in, bool is_gdn, ResultRow& row,
                      std::vector<std::string>& problems) {
   std::array<std::vector<float>, kGradCount> got;
   for (Grad g : kGrads) {
@@ -512,7 +517,13 @@ void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF
     const std::vector<double> x = read_output(path, flag.c_str(), gradient_shape(g, p.shape));
     got[size_t(g)].assign(x.begin(), x.end());
   }
-  const GdnRefGradients ref = gdn_gradients_for(p, ref_in, opt.threads);
+  // Attention's float64 backward on whole heads, sampled past its budget as `verify` samples it.
+  const GdnRefGradients ref =
+      is_gdn ? gdn_gradients_for(p, ref_in, opt.threads)
+             : attention_gradients_for(p, ref_in, opt.threads, attention_grad_heads(p, RefMode::automatic));
+  if (!ref.heads.empty())
+    row.reason = fmt::format("gradients judged on {} of {} heads (sampled: the float64 attention backward past its budget)",
+                             ref.heads.size(), p.shape.B * p.shape.HV);
   for (Grad g : kGrads)
     if (!opt.grad_paths[size_t(g)].empty())
       compare_gradient(row, g, got[size_t(g)], ref, opt.precision, opt.tolerances, problems);
@@ -556,7 +567,7 @@ ResultRow check_external(const CheckOptions& opt) {
   std::vector<std::string> problems;
   if (pass_has_forward(p.pass)) judge_forward(opt, p, ref_in, is_gdn, gdn_ref, row);
   else row.tol = opt.tolerances.bounds(opt.precision, p.dtype, NAN);  // as `verify --pass bwd`: no o bound used
-  if (pass_has_backward(p.pass)) judge_gradients(opt, p, ref_in, row, problems);
+  if (pass_has_backward(p.pass)) judge_gradients(opt, p, ref_in, is_gdn, row, problems);
 
   for (std::string& x : output_problems(row, p.dtype)) problems.push_back(std::move(x));  // as `verify` judges
   set_verdict(row, problems);
@@ -566,7 +577,7 @@ ResultRow check_external(const CheckOptions& opt) {
   if (pass_has_backward(p.pass)) {  // a PASS rests on the gradients given: say which were not
     std::vector<std::string> absent;
     for (Grad g : kGrads)
-      if (gradient_exists(g, p) && opt.grad_paths[size_t(g)].empty()) absent.push_back(grad_name(g));
+      if (gradient_exists(g, p, is_gdn) && opt.grad_paths[size_t(g)].empty()) absent.push_back(grad_name(g));
     if (!absent.empty())
       row.reason += (row.reason.empty() ? "" : "; ") + fmt::format("not given: {}", fmt::join(absent, ", "));
   }
@@ -610,7 +621,9 @@ std::string check_usage_text() {
          "  Gradients (a dump of dump --pass bwd or fwdbwd, which holds dO and dhT): --dq --dk --dv\n"
          "  --dg --dbeta --dh0, any of them (dg with a gate, dh0 with h0), in the inputs' layouts (dq, dk\n"
          "  [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V]), judged against the\n"
-         "  float64 backward by the bounds of verify --pass bwd (only fp32_math has them built in).\n"
+         "  float64 backward by the bounds of verify --pass bwd (fp32_math and tensor_core have them).\n"
+         "  --family attention: dq, dk, dv of causal attention (q, k, v of the dump, dO as its dout),\n"
+         "  against the float64 attention backward, on whole heads sampled past its budget.\n"
          "  --pass: what is judged; without it, what is given: o (fwd), gradients (bwd), or both (fwdbwd).\n"
          "  Exit 0 PASS, 1 FAIL, 2 usage error.\n";
 }

@@ -32,9 +32,9 @@ imports torch. A child's outcome becomes its row:
 Exit status: 1 when a check failed or anything crashed, else 0.
 
 The backward (--pass bwd or fwdbwd): the dump adds the upstream gradients dO and dhT (`gdnbench dump
---pass`), the variants that have a backward (ext:fla_chunk, ext:flashqla; the others give SKIPPED rows
-"no backward pass") run through torch autograd on leaves of the dumped inputs, and their gradients
-dq, dk, dv, dg, dbeta, dh0 are judged by `gdnbench check --pass ... --dq ...` against the float64
+--pass`), the variants that have a backward (ext:fla_chunk, ext:flashqla, ext:sdpa_flash, ext:sdpa_cudnn;
+the others give SKIPPED rows "no backward pass") run through torch autograd on leaves of the dumped
+inputs, and their gradients dq, dk, dv, dg, dbeta, dh0 (attention: dq, dk, dv) are judged by `gdnbench check --pass ... --dq ...` against the float64
 backward. --pass bwd times the backward alone (autograd over the forward's graph, kept), as the
 harness's bwd rows; --pass fwdbwd the training step, forward and backward as one region, and judges
 o and hT too. The built-in tolerance table holds a tensor-core backward to the forward's contract (dq, dk, dv
@@ -74,7 +74,8 @@ SELF_TEST_VARIANTS = ("selftest:good", "selftest:bad", "selftest:unsupported", "
 # A packed batch's wrong answer: its tokens run as one sequence, the state carried across every boundary.
 FLAT_VARIANT = "selftest:flat"
 # Those with a backward (torch autograd through the peer's own backward kernels), and the stand-ins.
-BACKWARD_VARIANTS = ("ext:fla_chunk", "ext:flashqla") + SELF_TEST_VARIANTS + (FLAT_VARIANT,)
+BACKWARD_VARIANTS = ("ext:fla_chunk", "ext:flashqla", "ext:sdpa_flash", "ext:sdpa_cudnn") + SELF_TEST_VARIANTS + \
+    (FLAT_VARIANT,)
 
 
 class Unsupported(Exception):
@@ -243,6 +244,47 @@ def sdpa_prepare(variant, host, manifest):
     return launch, lambda: {"o": out["o"].transpose(1, 2).float().contiguous().cpu().numpy()}
 
 
+def sdpa_train_prepare(variant, host, manifest):
+    """SDPA's backward through torch autograd, as gdn_train_prepare: q, k, v leaves in the dtype, the
+    loss sum(dO .* o) (attention has no state, so no dhT); launch() the backward alone (bwd, the
+    forward's graph kept) or forward and backward (fwdbwd); fetch() dq, dk, dv in gdnbench's
+    [B, T, H, D] layout (and o for fwdbwd)."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    backend = SDPBackend.FLASH_ATTENTION if variant == "ext:sdpa_flash" else SDPBackend.CUDNN_ATTENTION
+    dt = torch_dtype(manifest["dtype"])
+    q, k, v = (torch.from_numpy(host[n]).to(dt).transpose(1, 2).contiguous().cuda().requires_grad_()
+               for n in ("q", "k", "v"))
+    d_o = torch.from_numpy(host["dO"]).to(dt).transpose(1, 2).contiguous().cuda()
+    out = {}
+
+    def forward():
+        with sdpa_kernel(backend):
+            out["o"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                        scale=manifest["scale"])
+
+    def backward(keep_graph):
+        with sdpa_kernel(backend):
+            out["grads"] = torch.autograd.grad([out["o"]], [q, k, v], [d_o], retain_graph=keep_graph)
+
+    if pass_of(manifest) == "bwd":
+        forward()
+
+        def launch():
+            backward(True)
+    else:
+        def launch():
+            forward()
+            backward(False)
+
+    def fetch():
+        res = {"o": out["o"].transpose(1, 2).float().contiguous().cpu().numpy()} if pass_of(manifest) == "fwdbwd" else {}
+        for name, x in zip(("dq", "dk", "dv"), out["grads"]):
+            res[name] = x.transpose(1, 2).float().contiguous().cpu().numpy()
+        return res
+    return launch, fetch
+
+
 def selftest_prepare(variant, host, manifest):
     """numpy float64 (scripts/ext_numpy.py) written as float32; selftest:bad plants a bug: the sign of o
     in the forward, dk 10% off in a backward. selftest:flat runs a packed batch as one sequence (from
@@ -321,7 +363,8 @@ def measure(variant, args, state):
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     gdn = gdn_train_prepare if has_backward(manifest) else gdn_prepare
-    prepare = {"gdn": gdn, "attention": sdpa_prepare}[family_of(variant)] if gpu else selftest_prepare
+    attention = sdpa_train_prepare if has_backward(manifest) else sdpa_prepare
+    prepare = {"gdn": gdn, "attention": attention}[family_of(variant)] if gpu else selftest_prepare
     launch, fetch = prepare(variant, host, manifest)
     sync = torch.cuda.synchronize if gpu else (lambda: None)
     launch()
@@ -531,8 +574,8 @@ def backward_self_test(args, work, shape, header, run_cells):
     raised = rows[("bwd", "selftest:timing_raise")]
     assert raised["status"] == "FAIL" and raised["reason"].startswith("PASS, then failed while timing"), raised
     assert raised["dq_rel_l2"], "the check's gradient metrics are kept"
-    for v in ("ext:sdpa_flash", "ext:fla_fused_recurrent"):
-        assert rows[("bwd", v)]["reason"].startswith("no backward pass (--pass bwd"), rows[("bwd", v)]
+    assert rows[("bwd", "ext:fla_fused_recurrent")]["reason"].startswith("no backward pass (--pass bwd")
+    assert rows[("bwd", "ext:sdpa_flash")]["reason"].startswith("attention baselines run only on the plain")
     both, both_bad = rows[("fwdbwd", "selftest:good")], rows[("fwdbwd", "selftest:bad")]
     assert (both["status"], both["dht"]) == ("PASS", "off") and both["o_rel_l2"] and both["dq_rel_l2"], both
     assert both_bad["status"] == "FAIL" and "dk rel_l2" in both_bad["reason"], both_bad

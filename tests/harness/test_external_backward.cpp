@@ -17,6 +17,7 @@
 #include "harness/io/csv_read.h"
 #include "harness/io/errors.h"
 #include "harness/io/npy.h"
+#include "harness/runner.h"
 #include "harness/variant.h"
 #include "tests/common/external_test_util.h"
 #include "tests/common/test_util.h"
@@ -26,13 +27,6 @@ namespace {
 const std::vector<float>& gradient_of(const RunOutputs& out, Grad g) {
   const std::vector<float>* all[] = {&out.dq, &out.dk, &out.dv, &out.dg, &out.dbeta, &out.dh0};
   return *all[size_t(g)];
-}
-
-std::vector<int64_t> gradient_shape(Grad g, const GdnShape& s) {
-  if (g == Grad::dq || g == Grad::dk) return {s.B, s.T, s.H, s.K};
-  if (g == Grad::dv) return {s.B, s.T, s.HV, s.V};
-  if (g == Grad::dh0) return {s.B, s.HV, s.K, s.V};
-  return {s.B, s.T, s.HV};
 }
 
 // Writes gradient g as an external kernel would: dq, dk, dv in the problem's dtype (bf16 bits for
@@ -296,5 +290,53 @@ TEST_CASE("the binary: dump --pass bwd, check --dq ... --csv, exit codes", "[ext
       CHECK(e.exit_code == 2);
       CHECK(e.err_lines().size() == 1);
     }
+  }
+}
+
+TEST_CASE("check --family attention judges dq, dk, dv against the float64 attention backward",
+          "[external][backward][attention]") {
+  testutil::TempDir dir;
+  const uint64_t seed = testutil::fresh_seed();
+  INFO("seed " << seed);
+  const DType dt = GENERATE(DType::bf16, DType::f32);
+  INFO(dtype_name(dt));
+  Problem p = testutil::external_test_problem(seed, dt, Pass::bwd);
+  p.shape.HV = p.shape.H;  // attention: a value head per query head
+  p.use_h0 = false;
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+  const DumpedProblem d = read_dump(dump);
+  // The ideal kernel: the float64 gradients, rounded to what an external kernel writes.
+  const GdnRefGradients ref = attention_gradients_for(d.problem, to_f64(d.inputs), 2);
+  auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  CheckOptions opt;
+  opt.dir = dump;
+  opt.pass = Pass::bwd;
+  opt.variant = "ext:attention";
+  opt.family = "attention";
+  opt.precision = Precision::tensor_core;
+  opt.threads = 2;
+  opt.grad_paths[size_t(Grad::dq)] = write_gradient(dir, Grad::dq, as_float(ref.dq), p);
+  opt.grad_paths[size_t(Grad::dk)] = write_gradient(dir, Grad::dk, as_float(ref.dk), p);
+  opt.grad_paths[size_t(Grad::dv)] = write_gradient(dir, Grad::dv, as_float(ref.dv), p);
+
+  SECTION("the exact gradients pass, dq, dk and dv compared, nothing else asked for") {
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::pass);
+    CHECK(row.reason.empty());
+    for (Grad g : {Grad::dq, Grad::dk, Grad::dv}) CHECK(row.grad[size_t(g)].present);
+    for (Grad g : {Grad::dg, Grad::dbeta, Grad::dh0}) CHECK_FALSE(row.grad[size_t(g)].present);
+  }
+  SECTION("dq and dk exchanged fail: each is compared with its own reference") {
+    std::swap(opt.grad_paths[size_t(Grad::dq)], opt.grad_paths[size_t(Grad::dk)]);
+    const ResultRow row = check_external(opt);
+    CHECK(row.status == Status::fail);
+    CHECK_THAT(row.reason, Catch::Contains("dq rel_l2"));
+  }
+  SECTION("a gradient attention does not have is a usage error") {
+    std::vector<float> zeros(size_t(p.shape.B * p.shape.T * p.shape.HV), 0.f);
+    opt.grad_paths[size_t(Grad::dg)] = write_gradient(dir, Grad::dg, zeros, p);
+    CHECK_THROWS_AS(check_external(opt), UsageError);
+    CHECK_THROWS_WITH(check_external(opt), Catch::Contains("attention has no gate, beta or state"));
   }
 }
