@@ -167,6 +167,19 @@ def gdn_outputs(out, manifest):
     return {"o": out["o"].detach().float().cpu().numpy(), "ht": out["ht"].detach().float().contiguous().cpu().numpy()}
 
 
+def training_launch(manifest, forward, backward):
+    """What a backward row times: the backward alone (pass bwd: the forward runs once here and its
+    graph is kept for every replay) or the training step, forward then backward (fwdbwd)."""
+    if pass_of(manifest) == "bwd":
+        forward()
+        return lambda: backward(True)
+
+    def step():
+        forward()
+        backward(False)
+    return step
+
+
 def gdn_train_prepare(variant, host, manifest):
     """The peer's backward through torch autograd: (launch, fetch) as gdn_prepare's. launch() runs the
     backward alone (pass bwd: the forward ran once here and its graph is kept) or the forward then the
@@ -203,15 +216,7 @@ def gdn_train_prepare(variant, host, manifest):
         out["grads"] = torch.autograd.grad(outputs, list(leaves.values()), upstream, retain_graph=keep_graph,
                                            allow_unused=True)
 
-    if pass_of(manifest) == "bwd":
-        forward()
-
-        def launch():
-            backward(True)
-    else:
-        def launch():
-            forward()
-            backward(False)
+    launch = training_launch(manifest, forward, backward)
 
     def fetch():
         B, T, H, HV, K, V = (manifest[n] for n in ("B", "T", "H", "HV", "K", "V"))
@@ -267,15 +272,7 @@ def sdpa_train_prepare(variant, host, manifest):
         with sdpa_kernel(backend):
             out["grads"] = torch.autograd.grad([out["o"]], [q, k, v], [d_o], retain_graph=keep_graph)
 
-    if pass_of(manifest) == "bwd":
-        forward()
-
-        def launch():
-            backward(True)
-    else:
-        def launch():
-            forward()
-            backward(False)
+    launch = training_launch(manifest, forward, backward)
 
     def fetch():
         res = {"o": out["o"].transpose(1, 2).float().contiguous().cpu().numpy()} if pass_of(manifest) == "fwdbwd" else {}
