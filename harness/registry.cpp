@@ -30,6 +30,19 @@ VariantInfo packed_native(VariantInfo v) {
   v.min_bytes = min_bytes;
   return v;
 }
+#ifdef GDNBENCH_HAVE_CUDA
+// wy_ut's plans: the fp16 chain (its S0, U and W one fp16 operand each) is judged as tensor_core;
+// every other plan splits its float32 operands hi/lo and is held to tensor_core_split.
+Precision wy_ut_plan_precision(const PlanChoice& plan) {
+  for (const std::string& option : plan.options)
+    if (plan_token_matches("wgmma_chain", option)) return Precision::tensor_core;
+  return Precision::tensor_core_split;
+}
+VariantInfo with_plan_precision(Precision (*of_plan)(const PlanChoice&), VariantInfo v) {
+  v.plan_precision = of_plan;
+  return v;
+}
+#endif
 }  // namespace
 
 const std::vector<VariantInfo>& variant_registry() {
@@ -48,9 +61,10 @@ const std::vector<VariantInfo>& variant_registry() {
       {"chunked", Family::gdn, Backend::cuda, Precision::fp32_math, true, 0, "fp32 bf16 fp16",
        "K, V <= 256; C in {16, 32, 64}", chunked_unsupported, create_chunked,
        "chunk-parallel UT transform in float32 SIMT, sequential scan over chunks only"},
-      {"wy_ut", Family::gdn, Backend::cuda, Precision::tensor_core, false, 64, "bf16 fp16",
-       "K in {64, 128, 256}; V a multiple of 32 <= 256; C = 64", wy_ut_unsupported, create_wy_ut,
-       "UT transform on tensor cores (mma.sync), split-precision products, fp32 state"},
+      with_plan_precision(wy_ut_plan_precision,
+                          {"wy_ut", Family::gdn, Backend::cuda, Precision::tensor_core, false, 64, "bf16 fp16",
+                           "K in {64, 128, 256}; V a multiple of 32 <= 256; C = 64", wy_ut_unsupported, create_wy_ut,
+                           "UT transform on tensor cores (mma.sync), split-precision products, fp32 state"}),
       takes_frontend({"unfused_conv", Family::gdn, Backend::cuda, Precision::tensor_core_frontend, false, 64,
                       "bf16 fp16", "wy_ut's: K in {64, 128, 256}; V a multiple of 32 <= 256",
                       unfused_conv_unsupported, create_unfused_conv,

@@ -250,12 +250,16 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
   row.variant = v.name;
   row.family = family_name(v.family);
   row.backend = backend_name(v.backend);
-  // A row names the class that judged it: the backward's alone for bwd, both when they differ.
+  // A row names the class that judged it: the backward's alone for bwd, both when they differ;
+  // the forward's is the chosen plan's where plans differ in it (set again once the plan is known).
   const Precision grad_precision = v.backward_precision.value_or(v.precision);
-  row.precision = c.problem.pass == Pass::bwd ? precision_name(grad_precision)
-                  : pass_has_backward(c.problem.pass) && grad_precision != v.precision
-                      ? fmt::format("{}/{}", precision_name(v.precision), precision_name(grad_precision))
-                      : std::string(precision_name(v.precision));
+  auto precision_text = [&](Precision forward) {
+    return c.problem.pass == Pass::bwd ? std::string(precision_name(grad_precision))
+           : pass_has_backward(c.problem.pass) && grad_precision != forward
+               ? fmt::format("{}/{}", precision_name(forward), precision_name(grad_precision))
+               : std::string(precision_name(forward));
+  };
+  row.precision = precision_text(v.precision);
   row.device = v.backend == Backend::cuda && opt.gpu.available ? opt.gpu.name : opt.cpu_name;
   const bool is_gdn = v.family == Family::gdn;
   const CaseCost cost = case_cost(v, c.problem);
@@ -283,6 +287,8 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.reason = plan.unsupported;
       return row;
     }
+    const Precision precision = v.plan_precision ? v.plan_precision(plan) : v.precision;
+    row.precision = precision_text(precision);
     row.plan = plan.name() + (runs_by_sequence(v, c.problem) ? " (per sequence)" : "") +
                (c.problem.segments > 1 ? fmt::format(" ({} segments)", c.problem.segments) : "");
     std::unique_ptr<VariantRun> run = c.problem.segments > 1 ? create_segmented_run(v, c.problem, inputs, ctx)
@@ -316,7 +322,7 @@ ResultRow run_case(const Case& c, const HostInputs& inputs, const GdnRefOutputs&
       row.ref_rows = int64_t(attention_ref.rows.size());
     }
 
-    row.tol = forward_bounds(opt.tolerances, v.precision, c.problem.dtype, row.o.floor_rel_l2,
+    row.tol = forward_bounds(opt.tolerances, precision, c.problem.dtype, row.o.floor_rel_l2,
                              is_gdn ? &gdn_ref : nullptr);
 
     std::vector<std::string> problems;

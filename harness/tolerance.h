@@ -15,6 +15,10 @@
 enum class Precision {
   fp32_math,     // every product and sum in float32; only inputs/outputs rounded to the dtype
   tensor_core,   // bf16/fp16 operands on tensor cores, float32 accumulation
+  // Tensor-core products whose float32 operands are split hi/lo into dtype pairs (wy_ut's
+  // split-precision plans): every intermediate carries ~1e-5, so the state is held to ~1e-5 too,
+  // not to tensor_core's bound, under which losing one split would still pass.
+  tensor_core_split,
   // Front-end problems on tensor cores: q, k, v computed in float32 by the front end, then
   // rounded to the dtype once (the tensor cores take them so), then as tensor_core.
   tensor_core_frontend,
@@ -67,8 +71,8 @@ const char* precision_name(Precision p);
 std::optional<Precision> parse_precision(const std::string& name);  // precision_name's names only
 
 // Every precision class and every dtype, in the table's order.
-constexpr Precision kPrecisions[] = {Precision::fp32_math, Precision::tensor_core, Precision::tensor_core_frontend,
-                                     Precision::bf16_state};
+constexpr Precision kPrecisions[] = {Precision::fp32_math, Precision::tensor_core, Precision::tensor_core_split,
+                                     Precision::tensor_core_frontend, Precision::bf16_state};
 constexpr DType kDtypes[] = {DType::f32, DType::bf16, DType::f16};
 
 // One output's bound as a profile states it: a rel_l2, or a multiple of the row's own rounding floor

@@ -94,3 +94,43 @@ TEST_CASE("the variant registry is one table of unique names", "[harness][regist
   CHECK_FALSE(find_variant("cpu_recurrent")->uses_chunk);
   CHECK(find_variant("no_such_variant") == nullptr);
 }
+
+#ifdef GDNBENCH_HAVE_CUDA
+TEST_CASE("wy_ut's plans are judged by their own precision: the split plans by tensor_core_split, the chain by tensor_core",
+          "[registry][tolerance]") {
+  const VariantInfo* v = find_variant("wy_ut");
+  REQUIRE(v);
+  REQUIRE(v->plan_precision);
+  // Every option of every stage, as the plan table enumerates them.
+  int chain = 0, split = 0;
+  for (const PlanStage& stage : wy_ut_plan_stages())
+    for (const PlanOption& option : stage.options) {
+      PlanChoice plan;
+      plan.options = {option.name};
+      const Precision p = v->plan_precision(plan);
+      INFO(option.name);
+      if (option.name.rfind("wgmma_chain", 0) == 0) {
+        CHECK(p == Precision::tensor_core);
+        ++chain;
+      } else {
+        CHECK(p == Precision::tensor_core_split);
+        ++split;
+      }
+    }
+  CHECK(chain == 2);  // wgmma_chain_k64, wgmma_chain_k128
+  CHECK(split > 0);
+  // A plan with the chain among its options is the chain's.
+  PlanChoice mixed;
+  mixed.options = {"plain_k128", "wgmma_chain_k128"};
+  CHECK(v->plan_precision(mixed) == Precision::tensor_core);
+  // The split class holds the state ~10x tighter than tensor_core, o as tightly.
+  for (DType t : {DType::bf16, DType::f16}) {
+    const Tolerance split_tol = tolerance_for(Precision::tensor_core_split, t);
+    const Tolerance tc_tol = tolerance_for(Precision::tensor_core, t);
+    CHECK(split_tol.o_rel_l2 == tc_tol.o_rel_l2);
+    CHECK(split_tol.ht_rel_l2 * 10 <= tc_tol.ht_rel_l2);
+  }
+  // The front-end variants on wy_ut's kernels keep their class: the front end's rounding dominates.
+  CHECK_FALSE(find_variant("unfused_conv")->plan_precision);
+}
+#endif
