@@ -1,29 +1,23 @@
 #!/usr/bin/env bash
-# One device call on main's binaries (C++ of 0edf1b8): wy_ut (auto and the wgmma chain) beside FLA
-# 0.6.0 (FLA_FLASH_QLA=0) and FlashQLA 0.1.3, timed by peers_bench.py (B 1 H 32 K V 128) and by
-# scripts/ext_runner.py (issue 27's other shapes, packed batches of 16K tokens through cu_seqlens),
-# gdnbench's packed rows and attention's training step in the same call. Tarred after every step.
+# One device call on main's binaries: the gate (first run of the tensor_core_split bounds on wy_ut's
+# split plans) with its plan coverage; then wy_ut (auto and the wgmma chain) beside FLA 0.6.0
+# (FLA_FLASH_QLA=0) and FlashQLA 0.1.3, timed by peers_bench.py (B 1 H 32 K V 128).
+# Tarred after every step.
 set -u
-R=$OUT/r; mkdir -p "$R" build
+R=$OUT/r; mkdir -p "$R/gate" build
 tar -xJf .dev/bin.tar.xz -C build
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv > "$R/gpu.txt" 2>&1
 pack() { tar -cJf "$OUT/r.tar.xz" -C "$OUT" r; }
 step() { local n=$1 l=$2; shift 2; local t0=$(date +%s); timeout "$l" "$@"; echo "$n rc=$? s=$(( $(date +%s) - t0 ))" >> "$R/summary.txt"; pack; }
+build/gdnbench list --plans > "$R/gate/plans.txt" 2>&1
+step gate 200 build/gdnbench verify --suite gate --out "$R/gate/gate.csv" --no-progress > "$R/gate/gate.log" 2>&1
+tail -1 "$R/gate/gate.log" >> "$R/summary.txt"; grep "^FAIL" "$R/gate/gate.log" | head -5 >> "$R/summary.txt"
+python3 scripts/gate_plan_coverage.py "$R/gate/plans.txt" "$R/gate/gate.csv" > "$R/gate/coverage.txt" 2>&1; tail -1 "$R/gate/coverage.txt" >> "$R/summary.txt"
+gzip -f "$R/gate/gate.csv"; pack
 G="build/gdnbench run --no-ceilings --no-progress --dtypes bf16"
 W="$G --variants wy_ut --plan auto,wgmma_chain"
 site=/tmp/site; mkdir -p $site && tar -xJf .peers/site.tar.xz -C $site
 E="env EXT_SITE=$site scripts/ext_gpu.sh"
-step wy_ut 70 $W --B 1 --H 32 --K 128 --V 128 --T 1024,2048,4096,8192,16384,32768,65536 --out "$R/wy_ut.csv" > "$R/wy_ut.log" 2>&1
+step wy_ut 60 $W --B 1 --H 32 --K 128 --V 128 --T 1024,2048,4096,8192,16384,32768,65536 --out "$R/wy_ut.csv" > "$R/wy_ut.log" 2>&1
 step peers 215 env OUT=$R PYTHONPATH=$site FLA_FLASH_QLA=0 PYTHONUNBUFFERED=1 python3 .dev/peers_bench.py > "$R/peers.log" 2>&1
-step wy_ut_b4 25 $W --B 4 --H 64 --K 128 --V 128 --T 8192 --out "$R/wy_ut_b4.csv" > "$R/wy_ut_shapes.log" 2>&1
-step wy_ut_gva 25 $W --B 1 --H 16 --HV 32 --K 128 --V 128 --T 32768 --out "$R/wy_ut_gva.csv" >> "$R/wy_ut_shapes.log" 2>&1
-step wy_ut_k64_k256 25 $W --B 1 --H 32 --K 64,256 --V 64,256 --T 8192 --out "$R/wy_ut_k.csv" >> "$R/wy_ut_shapes.log" 2>&1
-step ext_shapes 60 $E "$R/ext_shapes" --variants ext:fla_chunk,ext:flashqla --graph --B 4 --H 64 --T 8192 > /dev/null 2>&1
-step ext_k64 25 $E "$R/ext_k64" --variants ext:fla_chunk,ext:flashqla --graph --H 32 --K 64 --V 64 --T 8192 > /dev/null 2>&1
-n=0; for s in '1024*16' '4096*4' 'random:16:1-2047'; do n=$((n+1))
-  step packed$n 20 $G --variants wy_ut,chunked,recurrent --H 32 --K 128 --V 128 --seqlens "$s" --out "$R/packed$n.csv" >> "$R/packed.log" 2>&1
-done
-step ext_packed 80 $E "$R/ext_packed" --variants ext:fla_chunk,ext:flashqla --graph --H 32 \
-  --seqlens '1024*16' --seqlens '4096*4' --seqlens 'random:16:1-2047' > /dev/null 2>&1
-step attn_train 35 $G --variants attn_naive,attn_flash --pass fwd,fwdbwd --B 1 --H 32 --K 128 --V 128 --T 1024,2048,4096 --out "$R/attn_train.csv" > "$R/attn_train.log" 2>&1
 cat "$R/summary.txt"; grep "what=fwd" "$R/peers.log" | grep graph
