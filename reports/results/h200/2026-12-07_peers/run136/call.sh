@@ -18,6 +18,6 @@ G="build/gdnbench run --no-ceilings --no-progress --dtypes bf16"
 W="$G --variants wy_ut --plan auto,wgmma_chain"
 site=/tmp/site; mkdir -p $site && tar -xJf .peers/site.tar.xz -C $site
 E="env EXT_SITE=$site scripts/ext_gpu.sh"
-step wy_ut 60 $W --B 1 --H 32 --K 128 --V 128 --T 1024,2048,4096,8192,16384,32768,65536 --out "$R/wy_ut.csv" > "$R/wy_ut.log" 2>&1
-step peers 215 env OUT=$R PYTHONPATH=$site FLA_FLASH_QLA=0 PYTHONUNBUFFERED=1 python3 .dev/peers_bench.py > "$R/peers.log" 2>&1
+step wy_ut 50 $W --B 1 --H 32 --K 128 --V 128 --T 1024,4096,16384,32768,65536 --out "$R/wy_ut.csv" > "$R/wy_ut.log" 2>&1
+step peers 180 env OUT=$R PEER_TS=1024,4096,16384,32768,65536 PYTHONPATH=$site FLA_FLASH_QLA=0 PYTHONUNBUFFERED=1 python3 .dev/peers_bench.py > "$R/peers.log" 2>&1
 cat "$R/summary.txt"; grep "what=fwd" "$R/peers.log" | grep graph
