@@ -521,9 +521,12 @@ void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF
   const GdnRefGradients ref =
       is_gdn ? gdn_gradients_for(p, ref_in, opt.threads)
              : attention_gradients_for(p, ref_in, opt.threads, attention_grad_heads(p, RefMode::automatic));
-  if (!ref.heads.empty())
-    row.reason = fmt::format("gradients judged on {} of {} heads (sampled: the float64 attention backward past its budget)",
-                             ref.heads.size(), p.shape.B * p.shape.HV);
+  if (!ref.heads.empty()) {
+    row.ref_heads = int64_t(ref.heads.size());
+    row.reason += (row.reason.empty() ? "" : "; ") +
+                  fmt::format("gradients judged on {} of {} heads (sampled: the float64 attention backward past its budget)",
+                              ref.heads.size(), p.shape.B * p.shape.HV);
+  }
   for (Grad g : kGrads)
     if (!opt.grad_paths[size_t(g)].empty())
       compare_gradient(row, g, got[size_t(g)], ref, opt.precision, opt.tolerances, problems);
@@ -613,7 +616,8 @@ std::string check_usage_text() {
          "  as <f4, <f8, <f2 or <u2 (bf16 bits); hT: [B, HV, K, V] (vk: [B, HV, V, K]). --ref-o: a\n"
          "  float64 o computed elsewhere (attention too large for the CPU reference). --csv: append\n"
          "  the verdict as a row of the CSV schema (untimed). --precision: the row of the tolerance\n"
-         "  table (tensor_core, fp32_math, tensor_core_frontend, bf16_state; default tensor_core, or\n"
+         "  table (fp32_math, tensor_core, tensor_core_split, tensor_core_frontend, bf16_state; default\n"
+         "  tensor_core, or\n"
          "  tensor_core_frontend for a front-end dump). A front-end dump (dump --frontend on): the\n"
          "  reference runs the front end too; --cache-q/k/v: the final conv caches [B, channels, 3],\n"
          "  which must be exact. --tolerances FILE: judge by a tolerance file (a path, or a name in\n"
@@ -720,7 +724,7 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
                                                                      : "tensor_core";
   const std::optional<Precision> precision = parse_precision(prec);
   if (!precision)
-    throw UsageError("check: --precision must be tensor_core, fp32_math, tensor_core_frontend or bf16_state");
+    throw UsageError(fmt::format("check: --precision must be {}", precision_list()));
   opt.precision = *precision;
   try {
     opt.tolerances = read_tolerance_profile(get("--tolerances", ToleranceProfile::kBuiltinName));

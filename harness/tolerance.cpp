@@ -22,6 +22,13 @@ std::optional<Precision> parse_precision(const std::string& name) {
   return std::nullopt;
 }
 
+std::string precision_list() {
+  std::string text;
+  for (size_t i = 0; i < std::size(kPrecisions); ++i)
+    text += (i == 0 ? "" : i + 1 == std::size(kPrecisions) ? " or " : ", ") + std::string(precision_name(kPrecisions[i]));
+  return text;
+}
+
 const char* grad_name(Grad g) {
   switch (g) {
     case Grad::dq: return "dq";

@@ -69,6 +69,7 @@ constexpr double kRoundingFloorFactor = 1.5;
 double rounding_floor_bound(double table_bound, double floor_rel_l2);
 const char* precision_name(Precision p);
 std::optional<Precision> parse_precision(const std::string& name);  // precision_name's names only
+std::string precision_list();  // "fp32_math, tensor_core, ... or bf16_state", for messages
 
 // Every precision class and every dtype, in the table's order.
 constexpr Precision kPrecisions[] = {Precision::fp32_math, Precision::tensor_core, Precision::tensor_core_split,

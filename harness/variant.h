@@ -82,9 +82,9 @@ struct VariantInfo {
   // (kernels/common/gdn_sequence_params.h), timed as the whole batch; the row's plan says
   // "(per sequence)". With a default, as above.
   bool packed_native = false;
-  // The precision class of the plan chosen for a row when plans differ in it (wy_ut: the
-  // split-precision plans against the fp16 chain); nullptr: `precision` for every plan. With a
-  // default, as above.
+  // The precision class of the plan chosen for a row's forward when plans differ in it (wy_ut:
+  // the split-precision plans against the fp16 chain); nullptr: `precision` for every plan. A
+  // backward is judged by backward_precision (or precision) whatever the plan. With a default, as above.
   Precision (*plan_precision)(const PlanChoice&) = nullptr;
 };
 

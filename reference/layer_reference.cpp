@@ -57,6 +57,10 @@ std::vector<double> gdn_layer_ref(int64_t B, int64_t T, const GdnLayerWeights& w
                                   GdnLayerState& state, int threads) {
   const int64_t d = w.d_model, rows = B * T;
   if (int64_t(x.size()) != rows * d) throw std::invalid_argument("gdn_layer_ref: x is not [B, T, d_model]");
+  auto sized = [](const std::vector<double>& v, int64_t n) { return v.empty() || int64_t(v.size()) == n; };
+  if (!sized(state.S, B * w.HV * w.K * w.V) || !sized(state.cache_q, B * w.H * w.K * 3) ||
+      !sized(state.cache_k, B * w.H * w.K * 3) || !sized(state.cache_v, B * w.HV * w.V * 3))
+    throw std::invalid_argument("gdn_layer_ref: the state is not [B, HV, K, V] or a conv cache not [B, channels, 3]");
   const std::vector<double> u = rmsnorm_ref(x, d, w.w_in_norm, kLayerRmsEps);
   const std::vector<double> xq = matmul_ref(rows, d, w.H * w.K, u.data(), w.w_q);
   const std::vector<double> xk = matmul_ref(rows, d, w.H * w.K, u.data(), w.w_k);

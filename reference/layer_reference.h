@@ -10,7 +10,9 @@
 //   (o, state, caches) = front end (conv width 4, SiLU, L2 norm, g, beta) then the gated delta rule
 //   y = rmsnorm_per_value_head(o) * w_o_norm * silu(z);  h = x + y W_o
 // Attention block: u = rmsnorm(x) * w_in_norm; q, k, v = u W_q, u W_k, u W_v (H heads of D);
-//   causal softmax attention over the KV cache and the new tokens; h = x + o W_o.
+//   causal softmax attention over the KV cache and the new tokens; h = x + o W_o. No positional
+//   rotation (RoPE): it changes no cost and no memory, and the harness's attention kernels take q
+//   and k as given.
 // Both then: out = h + (silu(n W_gate) .* (n W_up)) W_down with n = rmsnorm(h) * w_post_norm.
 // Matrices are row-major [in, out]; activations [B, T, d_model]. No CUDA headers.
 #pragma once

@@ -476,12 +476,19 @@ def run_shape(args, d, manifest, variants, device, out):
     plain = manifest["gate"] and manifest["delta"] and not manifest["h0"]
     for v in variants:
         attention = family_of(v) == "attention"
-        needs_ref = attention and manifest["T"] > args.check_max_T
+        # The GPU's float64 o for long attention; check computes the gradients' reference itself (on
+        # the CPU, whole heads sampled past its budget), so a backward alone takes no --ref-o.
+        needs_ref = attention and pass_of(manifest) != "bwd" and manifest["T"] > args.check_max_T
         if has_backward(manifest) and v not in BACKWARD_VARIANTS:
             row, bad = skipped_row(manifest, v, device, f"no backward pass (--pass {pass_of(manifest)}: {v} runs the "
                                                         "forward only here)"), False
         elif attention and not plain:
             row, bad = skipped_row(manifest, v, device, "attention baselines run only on the plain GDN configuration"), False
+        elif attention and manifest["HV"] != manifest["H"]:
+            row, bad = skipped_row(manifest, v, device, "attention needs H == HV (one value head per query head)"), False
+        elif attention and has_backward(manifest) and manifest["T"] > args.check_max_backward_T:
+            row, bad = skipped_row(manifest, v, device, f"attention's float64 backward runs on the CPU: T above "
+                                                        f"--check-max-backward-T {args.check_max_backward_T}"), False
         elif attention and manifest.get("num_seqs"):  # as the harness's own packed rows
             row, bad = skipped_row(manifest, v, device, "attention baselines do not run packed batches"), False
         else:
@@ -657,6 +664,9 @@ def parse_args():
     p.add_argument("--seed", type=int, default=None, help="input seed (default: drawn, recorded in the rows)")
     p.add_argument("--check-max-T", type=int, default=8192,
                    help="attention above this T: float64 reference on the GPU, judged by gdnbench check --ref-o")
+    p.add_argument("--check-max-backward-T", type=int, default=16384,
+                   help="attention backward rows above this T are SKIPPED: check's float64 attention backward "
+                        "runs on the CPU (two whole heads at least, O(T^2 D) each)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--graph", action="store_true", help="time replays of a CUDA graph of each launch (timer graph)")
     p.add_argument("--min-samples", type=int, default=10)
@@ -686,6 +696,9 @@ def main():
     if args.self_test:
         self_test(args)
         return
+    if args.HV is not None and (not args.HV.isdigit() or int(args.HV) == 0 or
+                                any(int(args.HV) % h for h in int_list(args.H))):
+        fail(f"--HV {args.HV}: a positive multiple of every --H")
     variants = [v for v in args.variants.split(",") if v]
     for v in variants:
         if v not in VARIANTS:

@@ -97,8 +97,7 @@ ToleranceProfile parse_tolerance_text(const std::string& text, const std::string
     if (words.empty()) continue;
     const std::optional<Precision> precision = parse_precision(words[0]);
     if (!precision)
-      throw error(fmt::format("unknown precision class '{}' (use fp32_math, tensor_core, tensor_core_frontend or bf16_state)",
-                       words[0]));
+      throw error(fmt::format("unknown precision class '{}' (use {})", words[0], precision_list()));
     if (words.size() < 3) throw error(fmt::format("expected {}", kLineForm));
     const std::optional<DType> dtype = parse_table_dtype(words[1]);
     if (!dtype) throw error(fmt::format("unknown dtype '{}' (use fp32, bf16 or fp16)", words[1]));
