@@ -520,7 +520,7 @@ void judge_gradients(const CheckOptions& opt, const Problem& p, const RefInputsF
   // Attention's float64 backward on whole heads, sampled past its budget as `verify` samples it.
   const GdnRefGradients ref =
       is_gdn ? gdn_gradients_for(p, ref_in, opt.threads)
-             : attention_gradients_for(p, ref_in, opt.threads, attention_grad_heads(p, RefMode::automatic));
+             : attention_gradients_for(p, ref_in, opt.threads, attention_grad_heads(p, opt.attention_ref));
   if (!ref.heads.empty()) {
     row.ref_heads = int64_t(ref.heads.size());
     row.reason += (row.reason.empty() ? "" : "; ") +
@@ -627,7 +627,8 @@ std::string check_usage_text() {
          "  [B, T, H, K], dv [B, T, HV, V], dg, dbeta [B, T, HV], dh0 [B, HV, K, V]), judged against the\n"
          "  float64 backward by the bounds of verify --pass bwd (fp32_math and tensor_core have them).\n"
          "  --family attention: dq, dk, dv of causal attention (q, k, v of the dump, dO as its dout),\n"
-         "  against the float64 attention backward, on whole heads sampled past its budget.\n"
+         "  against the float64 attention backward, on whole heads sampled past its budget\n"
+         "  (--attention-ref full|sampled|auto, default auto, as verify's).\n"
          "  --pass: what is judged; without it, what is given: o (fwd), gradients (bwd), or both (fwdbwd).\n"
          "  Exit 0 PASS, 1 FAIL, 2 usage error.\n";
 }
@@ -682,7 +683,7 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
     }
   std::vector<std::string> flags = {"--o", "--ht", "--ht-layout", "--variant-name", "--family", "--precision",
                                     "--ref-o", "--device", "--csv", "--threads", "--cache-q", "--cache-k",
-                                    "--cache-v", "--tolerances", "--pass"};
+                                    "--cache-v", "--tolerances", "--pass", "--attention-ref"};
   for (Grad g : kGrads) flags.push_back(fmt::format("--{}", grad_name(g)));
   const Flags f = parse_flags(args, flags, "check", "see gdnbench check --help");
   if (f.positional.size() != 1) throw UsageError("check: give one dump directory; see gdnbench check --help");
@@ -732,6 +733,10 @@ int run_check(const std::vector<std::string>& args, RunMeta meta) {
     throw UsageError(fmt::format("check: {}", e.what()));
   }
   opt.device = get("--device", "external");
+  const std::string attention_ref = get("--attention-ref", "auto");
+  const std::optional<RefMode> mode = parse_ref_mode(attention_ref);
+  if (!mode) throw UsageError(fmt::format("check: --attention-ref: '{}' is not full, sampled or auto", attention_ref));
+  opt.attention_ref = *mode;
   const std::string threads = get("--threads", "0");
   if (threads.empty() || threads.size() > 6 || threads.find_first_not_of("0123456789") != std::string::npos)
     throw UsageError("check: --threads must be a non-negative integer");

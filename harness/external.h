@@ -33,6 +33,7 @@
 
 #include "harness/inputs.h"
 #include "harness/problem.h"
+#include "harness/reference_sample.h"
 #include "harness/result.h"
 
 // Writes the inputs of `p` (make_inputs) and the manifest into `dir` (created). Throws
@@ -75,6 +76,9 @@ struct CheckOptions {
   ToleranceProfile tolerances = ToleranceProfile::builtin();  // --tolerances
   std::string device = "external";
   int threads = 1;
+  // --attention-ref: the float64 attention backward on every head (full), on a sample of whole
+  // heads (sampled), or sampled past its budget (automatic), as verify's --attention-ref.
+  RefMode attention_ref = RefMode::automatic;
 };
 // Judges the external output against the float64 reference. Throws UsageError on bad files.
 ResultRow check_external(const CheckOptions& opt);

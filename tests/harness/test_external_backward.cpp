@@ -340,3 +340,41 @@ TEST_CASE("check --family attention judges dq, dk, dv against the float64 attent
     CHECK_THROWS_WITH(check_external(opt), Catch::Contains("attention has no gate, beta or state"));
   }
 }
+
+TEST_CASE("check --family attention --attention-ref sampled judges whole heads of a sample, and says so",
+          "[external][backward][attention]") {
+  testutil::TempDir dir;
+  const uint64_t seed = testutil::fresh_seed();
+  INFO("seed " << seed);
+  Problem p = testutil::external_test_problem(seed, DType::bf16, Pass::bwd);
+  p.shape = GdnShape{2, 9, 10, 10, 8, 8};  // 20 heads: more than the sample's 16
+  p.use_h0 = false;
+  const std::string dump = dir.file("dump");
+  dump_problem(p, dump);
+  const DumpedProblem d = read_dump(dump);
+  const GdnRefGradients ref = attention_gradients_for(d.problem, to_f64(d.inputs), 2);
+  CheckOptions opt;
+  opt.dir = dump;
+  opt.pass = Pass::bwd;
+  opt.family = "attention";
+  opt.attention_ref = RefMode::sampled;
+  opt.threads = 2;
+  auto write_all = [&](std::vector<double> dk) {
+    auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+    opt.grad_paths[size_t(Grad::dq)] = write_gradient(dir, Grad::dq, as_float(ref.dq), p);
+    opt.grad_paths[size_t(Grad::dk)] = write_gradient(dir, Grad::dk, as_float(dk), p);
+    opt.grad_paths[size_t(Grad::dv)] = write_gradient(dir, Grad::dv, as_float(ref.dv), p);
+  };
+  write_all(ref.dk);
+  const ResultRow row = check_external(opt);
+  CHECK(row.status == Status::pass);
+  CHECK(row.ref_heads == 16);
+  CHECK_THAT(row.reason, Catch::Contains("gradients judged on 16 of 20 heads"));
+  // A wrong dk in a sampled head fails (the first head is always in the sample).
+  std::vector<double> bad = ref.dk;
+  const int64_t D = p.shape.K, H = p.shape.H;
+  for (int64_t t = 0; t < p.shape.T; ++t)
+    for (int64_t e = 0; e < D; ++e) bad[size_t((t * H + 0) * D + e)] *= 1.1;
+  write_all(bad);
+  CHECK(check_external(opt).status == Status::fail);
+}
