@@ -452,12 +452,11 @@ void check_what_is_judged(const CheckOptions& opt, const Problem& dumped, bool i
     any = true;
     if (!backward)
       throw UsageError(fmt::format("check: --{}: gradients are judged under --pass bwd or fwdbwd", grad_name(g)));
-    if (!is_gdn && !gradient_exists(g, dumped, is_gdn))
-      throw UsageError(fmt::format("check: --{}: attention has no gate, beta or state (its gradients: dq, dk, dv)",
-                                   grad_name(g)));
     if (!gradient_exists(g, dumped, is_gdn))
-      throw UsageError(fmt::format("check: --{}: the problem has no {}, so no {}", grad_name(g),
-                                   g == Grad::dg ? "gate" : "h0", grad_name(g)));
+      throw UsageError(is_gdn ? fmt::format("check: --{}: the problem has no {}, so no {}", grad_name(g),
+                                            g == Grad::dg ? "gate" : "h0", grad_name(g))
+                              : fmt::format("check: --{}: attention has no gate, beta or state (its gradients: "
+                                            "dq, dk, dv)", grad_name(g)));
   }
   if (!backward) return;
   if (!pass_has_backward(dumped.pass))
@@ -616,11 +615,10 @@ std::string check_usage_text() {
          "  as <f4, <f8, <f2 or <u2 (bf16 bits); hT: [B, HV, K, V] (vk: [B, HV, V, K]). --ref-o: a\n"
          "  float64 o computed elsewhere (attention too large for the CPU reference). --csv: append\n"
          "  the verdict as a row of the CSV schema (untimed). --precision: the row of the tolerance\n"
-         "  table (fp32_math, tensor_core, tensor_core_split, tensor_core_frontend, bf16_state; default\n"
-         "  tensor_core, or\n"
-         "  tensor_core_frontend for a front-end dump). A front-end dump (dump --frontend on): the\n"
-         "  reference runs the front end too; --cache-q/k/v: the final conv caches [B, channels, 3],\n"
-         "  which must be exact. --tolerances FILE: judge by a tolerance file (a path, or a name in\n"
+         "  table (fp32_math, tensor_core, tensor_core_split, tensor_core_frontend, bf16_state;\n"
+         "  default tensor_core, or tensor_core_frontend for a front-end dump). A front-end dump\n"
+         "  (dump --frontend on): the reference runs the front end too; --cache-q/k/v: the final conv\n"
+         "  caches [B, channels, 3], which must be exact. --tolerances FILE: judge by a tolerance file (a path, or a name in\n"
          "  tolerances/; default builtin, docs/TOLERANCES.md); the verdict and the row name it.\n"
          "  Gradients (a dump of dump --pass bwd or fwdbwd, which holds dO and dhT): --dq --dk --dv\n"
          "  --dg --dbeta --dh0, any of them (dg with a gate, dh0 with h0), in the inputs' layouts (dq, dk\n"

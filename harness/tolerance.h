@@ -16,8 +16,8 @@ enum class Precision {
   fp32_math,     // every product and sum in float32; only inputs/outputs rounded to the dtype
   tensor_core,   // bf16/fp16 operands on tensor cores, float32 accumulation
   // Tensor-core products whose float32 operands are split hi/lo into dtype pairs (wy_ut's
-  // split-precision plans): every intermediate carries ~1e-5, so the state is held to ~1e-5 too,
-  // not to tensor_core's bound, under which losing one split would still pass.
+  // split-precision plans): every intermediate carries ~1e-5, so the state is held near that
+  // (docs/TOLERANCES.md), not to tensor_core's bound, under which losing one split would still pass.
   tensor_core_split,
   // Front-end problems on tensor cores: q, k, v computed in float32 by the front end, then
   // rounded to the dtype once (the tensor cores take them so), then as tensor_core.

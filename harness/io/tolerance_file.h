@@ -6,8 +6,7 @@
 //     tensor_core  fp16  o=3x_floor
 //
 // The words: a precision class (fp32_math, tensor_core, tensor_core_split, tensor_core_frontend,
-// bf16_state), a dtype
-// (fp32, bf16, fp16), then o=BOUND and/or hT=BOUND, and the backward's gradients dq=, dk=, dv=,
+// bf16_state), a dtype (fp32, bf16, fp16), then o=BOUND and/or hT=BOUND, and the backward's gradients dq=, dk=, dv=,
 // dg=, dbeta=, dh0= alike. A BOUND is a rel_l2 in (0, 1), or for o, dq, dk and dv (compared in the
 // row's dtype) a multiple of each row's rounding floor, NUMBERx_floor with NUMBER >= kRoundingFloorFactor (less
 // could never judge a row: every o bound is at least that many floors). An output a file does not

@@ -38,6 +38,17 @@ std::string write_gradient(const testutil::TempDir& dir, Grad g, const std::vect
   return path;
 }
 
+// Attention's dq, dk, dv (float64, e.g. the reference) written as an external kernel would, into opt.
+void write_attention_gradients(const testutil::TempDir& dir, CheckOptions& opt, const Problem& p,
+                               const std::vector<double>& dq, const std::vector<double>& dk,
+                               const std::vector<double>& dv) {
+  const std::vector<double>* all[] = {&dq, &dk, &dv};
+  for (Grad g : {Grad::dq, Grad::dk, Grad::dv}) {
+    const std::vector<double>& x = *all[size_t(g)];
+    opt.grad_paths[size_t(g)] = write_gradient(dir, g, std::vector<float>(x.begin(), x.end()), p);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("dump --pass bwd writes dO and dhT as the harness's backwards draw them", "[external][backward]") {
@@ -308,7 +319,6 @@ TEST_CASE("check --family attention judges dq, dk, dv against the float64 attent
   const DumpedProblem d = read_dump(dump);
   // The ideal kernel: the float64 gradients, rounded to what an external kernel writes.
   const GdnRefGradients ref = attention_gradients_for(d.problem, to_f64(d.inputs), 2);
-  auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
   CheckOptions opt;
   opt.dir = dump;
   opt.pass = Pass::bwd;
@@ -316,9 +326,7 @@ TEST_CASE("check --family attention judges dq, dk, dv against the float64 attent
   opt.family = "attention";
   opt.precision = Precision::tensor_core;
   opt.threads = 2;
-  opt.grad_paths[size_t(Grad::dq)] = write_gradient(dir, Grad::dq, as_float(ref.dq), p);
-  opt.grad_paths[size_t(Grad::dk)] = write_gradient(dir, Grad::dk, as_float(ref.dk), p);
-  opt.grad_paths[size_t(Grad::dv)] = write_gradient(dir, Grad::dv, as_float(ref.dv), p);
+  write_attention_gradients(dir, opt, p, ref.dq, ref.dk, ref.dv);
 
   SECTION("the exact gradients pass, dq, dk and dv compared, nothing else asked for") {
     const ResultRow row = check_external(opt);
@@ -359,13 +367,7 @@ TEST_CASE("check --family attention --attention-ref sampled judges whole heads o
   opt.family = "attention";
   opt.attention_ref = RefMode::sampled;
   opt.threads = 2;
-  auto write_all = [&](std::vector<double> dk) {
-    auto as_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
-    opt.grad_paths[size_t(Grad::dq)] = write_gradient(dir, Grad::dq, as_float(ref.dq), p);
-    opt.grad_paths[size_t(Grad::dk)] = write_gradient(dir, Grad::dk, as_float(dk), p);
-    opt.grad_paths[size_t(Grad::dv)] = write_gradient(dir, Grad::dv, as_float(ref.dv), p);
-  };
-  write_all(ref.dk);
+  write_attention_gradients(dir, opt, p, ref.dq, ref.dk, ref.dv);
   const ResultRow row = check_external(opt);
   CHECK(row.status == Status::pass);
   CHECK(row.ref_heads == 16);
@@ -375,6 +377,6 @@ TEST_CASE("check --family attention --attention-ref sampled judges whole heads o
   const int64_t D = p.shape.K, H = p.shape.H;
   for (int64_t t = 0; t < p.shape.T; ++t)
     for (int64_t e = 0; e < D; ++e) bad[size_t((t * H + 0) * D + e)] *= 1.1;
-  write_all(bad);
+  write_attention_gradients(dir, opt, p, ref.dq, bad, ref.dv);
   CHECK(check_external(opt).status == Status::fail);
 }
